@@ -1,0 +1,350 @@
+"""Type erasure: a typed tool becomes one JSON-in, JSON-out handle at registration.
+
+Everything that depends on the tool's types (argument parsing, output dumping, model
+text) is chosen once here; the dispatcher only calls the captured functions. Pydantic
+schemas and validators are built lazily, on first use, and then cached.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from functools import partial
+from typing import Any, final
+
+import anyio.to_thread
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
+
+from toolweave.errors import ErrorKind, ToolError
+from toolweave.tool import READ_ONLY_KINDS, Capabilities, FunctionTool, Kind, Tool
+
+__all__ = ["ErasedTool", "erase", "format_validation_error"]
+
+
+def _dump_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _finish_str(value: Any) -> tuple[Any, str]:
+    if type(value) is str:
+        return value, value
+    return _finish_any(value)
+
+
+def _finish_any(value: Any) -> tuple[Any, str]:
+    if isinstance(value, str):
+        return str(value), str(value)
+    if isinstance(value, BaseModel):
+        output = value.model_dump(mode="json")
+        to_model = getattr(value, "to_model", None)
+        text = to_model() if callable(to_model) else value.model_dump_json()
+        return output, text
+    output = to_jsonable_python(value)
+    return output, _dump_json(output)
+
+
+@final
+class ErasedTool:
+    """A registered tool with its types erased: JSON arguments in, JSON output out.
+
+    Built once per tool by :func:`erase` (or by an external-tool source); immutable after.
+
+    Attributes:
+        fqid: ``namespace:id``.
+        streaming: ``True`` when calls go through :attr:`open_stream`.
+        is_coroutine: For non-streaming tools: ``invoke`` returns a coroutine (else the
+            output itself, for quick synchronous code).
+        origin: Where the registration came from (pack name or ``"host"``).
+        source: ``"local"`` for registered tools, ``"mcp:<server>"`` / ``"external"``
+            for tools added at run time.
+    """
+
+    __slots__ = (
+        "_schema",
+        "_validate_json",
+        "_validate_python",
+        "args_model",
+        "capabilities",
+        "concurrency_safe",
+        "description",
+        "emitted_notifications",
+        "finish",
+        "fqid",
+        "id",
+        "invoke",
+        "is_coroutine",
+        "kind",
+        "namespace",
+        "open_stream",
+        "origin",
+        "params_type",
+        "read_only",
+        "requires",
+        "source",
+        "state_type",
+        "streaming",
+        "tool",
+        "version",
+    )
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        namespace: str,
+        kind: Kind,
+        description: str,
+        capabilities: Capabilities,
+        invoke: Callable[[Any, Any], Any] | None,
+        open_stream: Callable[[Any, Any], AsyncIterator[Any]] | None,
+        is_coroutine: bool,
+        finish: Callable[[Any], tuple[Any, str]],
+        args_model: type[BaseModel] | None = None,
+        schema: dict[str, Any] | None = None,
+        validate_python: Callable[[Any], Any] | None = None,
+        origin: str = "host",
+        source: str = "local",
+        params_type: type[BaseModel] | None = None,
+        state_type: type[BaseModel] | None = None,
+        requires: str | None = None,
+        version: str = "1",
+        emitted_notifications: tuple[str, ...] = (),
+        tool: Tool[Any, Any] | None = None,
+    ) -> None:
+        self.id = id
+        self.namespace = namespace
+        self.fqid = f"{namespace}:{id}"
+        self.kind = kind
+        self.description = description
+        self.capabilities = capabilities
+        read_only = capabilities.read_only
+        self.read_only = kind in READ_ONLY_KINDS if read_only is None else read_only
+        conc = capabilities.concurrency_safe
+        self.concurrency_safe = self.read_only if conc is None else conc
+        self.invoke = invoke
+        self.open_stream = open_stream
+        self.streaming = open_stream is not None
+        self.is_coroutine = is_coroutine
+        self.finish = finish
+        self.args_model = args_model
+        self._schema = schema
+        self.origin = origin
+        self.source = source
+        self.params_type = params_type
+        self.state_type = state_type
+        self.requires = requires
+        self.version = version
+        self.emitted_notifications = emitted_notifications
+        self.tool = tool
+        if args_model is not None:
+            self._validate_json: Callable[[Any], Any] = self._bootstrap_json
+            self._validate_python: Callable[[Any], Any] = self._bootstrap_python
+        else:
+            assert validate_python is not None, "a tool without Args needs validate_python"
+            self._validate_python = validate_python
+            self._validate_json = self._parse_then_validate
+
+    def __repr__(self) -> str:
+        return f"<ErasedTool {self.fqid} from {self.origin}>"
+
+    # -- arguments ----------------------------------------------------------------
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments (built on first access, then cached)."""
+        if self._schema is None:
+            assert self.args_model is not None
+            self._schema = self.args_model.model_json_schema()
+        return self._schema
+
+    def parse(self, raw: Any) -> Any:
+        """Validate raw arguments (JSON text, bytes, a dict or ``None``) into ``Args``.
+
+        Raises:
+            pydantic.ValidationError: The arguments are invalid.
+            ToolError: The arguments are not a JSON object at all.
+        """
+        if type(raw) is dict:
+            return self._validate_python(raw)
+        if isinstance(raw, (str, bytes, bytearray)):
+            return self._validate_json(raw)
+        if raw is None:
+            return self._validate_python({})
+        if isinstance(raw, Mapping):
+            return self._validate_python(dict(raw))
+        if self.args_model is not None and isinstance(raw, self.args_model):
+            return raw
+        raise ToolError(
+            ErrorKind.INVALID_PARAMS,
+            f"arguments must be a JSON object, got {type(raw).__name__}",
+        )
+
+    def _capture(self) -> None:
+        model = self.args_model
+        assert model is not None
+        if not model.__pydantic_complete__:
+            model.model_rebuild(force=True)
+        validator = model.__pydantic_validator__
+        self._validate_json = validator.validate_json
+        self._validate_python = validator.validate_python
+
+    def _bootstrap_json(self, raw: Any) -> Any:
+        self._capture()
+        return self._validate_json(raw)
+
+    def _bootstrap_python(self, raw: Any) -> Any:
+        self._capture()
+        return self._validate_python(raw)
+
+    def _parse_then_validate(self, raw: Any) -> Any:
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS, f"arguments are not valid JSON: {exc}"
+            ) from exc
+        if not isinstance(data, dict):
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS,
+                f"arguments must be a JSON object, got {type(data).__name__}",
+            )
+        return self._validate_python(data)
+
+
+def _invoke_function(tool_cls: type[FunctionTool]) -> tuple[Callable[[Any, Any], Any], bool]:
+    fn = tool_cls.fn
+    takes_ctx = tool_cls.takes_context
+    if tool_cls.is_async:
+        if takes_ctx:
+            return (lambda ctx, args: fn(ctx, **args.__dict__)), True
+        return (lambda ctx, args: fn(**args.__dict__)), True
+    if not tool_cls.capabilities.blocking:
+        if takes_ctx:
+            return (lambda ctx, args: fn(ctx, **args.__dict__)), False
+        return (lambda ctx, args: fn(**args.__dict__)), False
+
+    async def in_thread(ctx: Any, args: Any) -> Any:
+        call = partial(fn, ctx, **args.__dict__) if takes_ctx else partial(fn, **args.__dict__)
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+    return in_thread, True
+
+
+def _invoke_method(tool: Tool[Any, Any]) -> tuple[Callable[[Any, Any], Any], bool]:
+    import inspect
+
+    run = tool.run
+    if inspect.iscoroutinefunction(run):
+        return run, True
+    if not tool.capabilities.blocking:
+        return run, False
+
+    async def in_thread(ctx: Any, args: Any) -> Any:
+        return await anyio.to_thread.run_sync(run, ctx, args, abandon_on_cancel=True)
+
+    return in_thread, True
+
+
+def _finisher(output_type: Any) -> Callable[[Any], tuple[Any, str]]:
+    if output_type is str:
+        return _finish_str
+    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
+        return _finish_any
+    if output_type is Any or output_type is None or output_type is type(None):
+        return _finish_any
+    adapter: TypeAdapter[Any] | None = None
+
+    def finish(value: Any) -> tuple[Any, str]:
+        nonlocal adapter
+        if isinstance(value, (str, BaseModel)):
+            return _finish_any(value)
+        if adapter is None:
+            adapter = TypeAdapter(output_type)
+        output = adapter.dump_python(value, mode="json")
+        return output, _dump_json(output)
+
+    return finish
+
+
+def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> ErasedTool:
+    """Capture everything the dispatcher needs from a typed tool, once.
+
+    Args:
+        tool: A tool instance or class (classes are instantiated with no arguments).
+        origin: Where the registration comes from, for error messages and listings.
+
+    Raises:
+        TypeError: The tool lacks an id or an ``Args`` model, or implements neither
+            ``run`` nor ``stream``.
+    """
+    instance = tool() if isinstance(tool, type) else tool
+    cls = type(instance)
+    tool_id = getattr(cls, "id", None)
+    if not isinstance(tool_id, str) or not tool_id:
+        raise TypeError(f"{cls.__qualname__} has no id")
+    args_model = getattr(cls, "args_model", None)
+    if not (isinstance(args_model, type) and issubclass(args_model, BaseModel)):
+        raise TypeError(
+            f"tool {tool_id!r}: declare the Args model as Tool[Args, Output] or args_model"
+        )
+    streaming = cls.is_streaming()
+    invoke: Callable[[Any, Any], Any] | None = None
+    open_stream: Callable[[Any, Any], AsyncIterator[Any]] | None = None
+    is_coroutine = True
+    if streaming:
+        open_stream = instance.stream
+    elif issubclass(cls, FunctionTool):
+        invoke, is_coroutine = _invoke_function(cls)
+    elif cls.run is not Tool.run:
+        invoke, is_coroutine = _invoke_method(instance)
+    else:
+        raise TypeError(f"tool {tool_id!r} implements neither run() nor stream()")
+    return ErasedTool(
+        id=tool_id,
+        namespace=cls.namespace,
+        kind=Kind(cls.kind),
+        description=cls.description,
+        capabilities=cls.capabilities,
+        invoke=invoke,
+        open_stream=open_stream,
+        is_coroutine=is_coroutine,
+        finish=_finisher(cls.output_type),
+        args_model=args_model,
+        origin=origin,
+        params_type=cls.params,
+        state_type=cls.state,
+        requires=cls.requires,
+        version=cls.version,
+        emitted_notifications=tuple(cls.emitted_notifications),
+        tool=instance,
+    )
+
+
+def format_validation_error(
+    exc: ValidationError, tool_name: str, to_client: Mapping[str, str] | None = None
+) -> str:
+    """Describe invalid arguments field by field, in words a model can act on.
+
+    Args:
+        exc: The pydantic error.
+        tool_name: The client-visible tool name.
+        to_client: Canonical → client parameter names, so errors use the model's names.
+    """
+    parts: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc = [str(p) for p in err.get("loc", ())]
+        if loc and to_client:
+            loc[0] = to_client.get(loc[0], loc[0])
+        field = ".".join(loc) or "(arguments)"
+        kind = err.get("type", "")
+        msg = err.get("msg", "invalid")
+        if kind == "missing":
+            parts.append(f"`{field}` is required but missing")
+        elif kind == "extra_forbidden":
+            parts.append(f"`{field}` is not a parameter of this tool")
+        else:
+            given = err.get("input")
+            shown = json.dumps(given, default=repr)[:80] if given is not None else "null"
+            parts.append(f"`{field}`: {msg} (got {shown})")
+    return f"Invalid arguments for {tool_name}: " + "; ".join(parts) + "."

@@ -1,0 +1,207 @@
+"""Errors raised and returned by toolweave.
+
+Every exception toolweave raises derives from one base::
+
+    ToolweaveError
+    ├── ToolError            the outcome of a tool call (kind + message); returned in
+    │                        CallResult.error, raised only by tools themselves
+    ├── UsageError           the host used the API wrongly (duplicate tool, unknown
+    │   │                    session state, ...)
+    │   ├── DuplicateToolError   two registrations share one fully qualified id
+    │   └── MissingResourceError a required resource was not provided
+    ├── ConfigError          a tool-set configuration has problems; holds every
+    │                        ConfigIssue found, not only the first
+    └── PackLoadError        a pack failed to import or raised in a hook
+
+A tool call never raises out of ``Session.call``: whatever happens inside is turned
+into a :class:`ToolError` with one of the :class:`ErrorKind` values.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ConfigError",
+    "ConfigIssue",
+    "DuplicateToolError",
+    "ErrorKind",
+    "MissingResourceError",
+    "PackLoadError",
+    "ToolError",
+    "ToolweaveError",
+    "UsageError",
+]
+
+
+class ErrorKind(enum.StrEnum):
+    """The category of a failed tool call, stable across versions."""
+
+    UNIMPLEMENTED = "unimplemented"
+    """The tool (or this mode of calling it) is not implemented."""
+    INVALID_PARAMS = "invalid_params"
+    """The arguments did not validate against the tool's schema."""
+    NOT_FOUND = "not_found"
+    """No such tool, or the tool's target (a file, a task) does not exist."""
+    PERMISSION_DENIED = "permission_denied"
+    """The call is not allowed: outside the workspace, refused by a mode or a role."""
+    UNAUTHORIZED = "unauthorized"
+    """The caller is not authenticated for this tool."""
+    TIMEOUT = "timeout"
+    """The call passed its deadline and was cancelled."""
+    CANCELLED = "cancelled"
+    """The call was cancelled by the host."""
+    RATE_LIMITED = "rate_limited"
+    """Too many calls; try again later."""
+    EXECUTION_ERROR = "execution_error"
+    """The tool ran and failed."""
+    UNAVAILABLE = "unavailable"
+    """The tool or a resource it needs is not available right now."""
+    CUSTOM = "custom"
+    """A tool-specific failure; see the message."""
+
+
+class ToolweaveError(Exception):
+    """Base class of every exception raised by toolweave."""
+
+
+class ToolError(ToolweaveError):
+    """The failed outcome of a tool call.
+
+    Tools raise it to fail with a specific kind; the dispatcher turns every other
+    exception into ``ToolError(ErrorKind.EXECUTION_ERROR, ...)``.
+
+    Args:
+        kind: The category of the failure.
+        message: Text for the model: what went wrong and what to do about it.
+        data: Optional JSON-able details for the host.
+    """
+
+    __slots__ = ("data", "kind", "message")
+
+    def __init__(self, kind: ErrorKind | str, message: str, data: Any = None) -> None:
+        self.kind = ErrorKind(kind)
+        self.message = message
+        self.data = data
+        super().__init__(f"{self.kind.value}: {message}")
+
+    def __repr__(self) -> str:
+        return f"ToolError({self.kind.value!r}, {self.message!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolError):
+            return NotImplemented
+        return (self.kind, self.message, self.data) == (other.kind, other.message, other.data)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.message))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as JSON-able data (``{"kind": ..., "message": ...}``)."""
+        out: dict[str, Any] = {"kind": self.kind.value, "message": self.message}
+        if self.data is not None:
+            out["data"] = self.data
+        return out
+
+
+class UsageError(ToolweaveError):
+    """The host application used the API in a way it does not support."""
+
+
+class DuplicateToolError(UsageError):
+    """Two registrations share one fully qualified tool id.
+
+    Attributes:
+        fqid: The fully qualified id (``namespace:id``) registered twice.
+        first: Where the first registration came from (a pack name or ``"host"``).
+        second: Where the second one came from.
+    """
+
+    def __init__(self, fqid: str, first: str, second: str) -> None:
+        self.fqid = fqid
+        self.first = first
+        self.second = second
+        super().__init__(f"tool {fqid!r} is registered twice: by {first} and by {second}")
+
+
+class MissingResourceError(UsageError, LookupError):
+    """A resource that a tool requires was not provided.
+
+    Attributes:
+        key: The type that was asked for.
+    """
+
+    def __init__(self, key: type[Any]) -> None:
+        self.key = key
+        super().__init__(
+            f"resource {key.__module__}.{key.__qualname__} is not available; "
+            "provide it with Resources.insert() or from a pack's provide_resources hook"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigIssue:
+    """One problem found while validating a tool-set configuration.
+
+    Attributes:
+        tool_id: The configured tool the problem is about (empty for set-level problems).
+        message: What is wrong, in words a person can act on.
+        path: Where in the configuration (e.g. ``tools[2].params.max_timeout_ms``).
+        expected: What was expected there, if known.
+        actual: What was found there, if known.
+        tag: A stable category for filtering (``unknown_tool``, ``ambiguous_id``,
+            ``unknown_version``, ``invalid_params``, ``duplicate_name``,
+            ``invalid_rename``, ``conflict``, ``dependency``, ``template``, ...).
+    """
+
+    tool_id: str
+    message: str
+    path: str = ""
+    expected: Any = None
+    actual: Any = None
+    tag: str = "invalid"
+
+    def __str__(self) -> str:
+        where = f" at {self.path}" if self.path else ""
+        who = f"{self.tool_id}: " if self.tool_id else ""
+        extra = ""
+        if self.expected is not None or self.actual is not None:
+            extra = f" (expected {self.expected!r}, got {self.actual!r})"
+        return f"[{self.tag}] {who}{self.message}{where}{extra}"
+
+
+class ConfigError(ToolweaveError):
+    """A configuration has one or more problems; all of them are listed.
+
+    Attributes:
+        issues: Every problem found, in the order they were found.
+    """
+
+    def __init__(self, issues: Sequence[ConfigIssue]) -> None:
+        self.issues: tuple[ConfigIssue, ...] = tuple(issues)
+        count = len(self.issues)
+        lines = "\n".join(f"  {issue}" for issue in self.issues)
+        super().__init__(f"{count} configuration problem{'s' if count != 1 else ''}:\n{lines}")
+
+
+class PackLoadError(ToolweaveError):
+    """A pack failed to load.
+
+    Attributes:
+        pack: The pack's entry-point name.
+        dist: The distribution that declared it (name and version), if known.
+        cause: The exception raised while importing the pack or running its hook.
+    """
+
+    def __init__(self, pack: str, dist: str | None, cause: BaseException, stage: str) -> None:
+        self.pack = pack
+        self.dist = dist
+        self.cause = cause
+        self.stage = stage
+        origin = f" (from {dist})" if dist else ""
+        super().__init__(
+            f"pack {pack!r}{origin} failed during {stage}: {type(cause).__name__}: {cause}"
+        )

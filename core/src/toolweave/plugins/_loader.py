@@ -1,0 +1,270 @@
+"""Pack discovery and loading: our own loop over entry points, one pack at a time."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, final
+
+import pluggy
+
+from toolweave.errors import PackLoadError
+from toolweave.plugins import hookspecs
+
+if TYPE_CHECKING:
+    from toolweave.builder import ToolSetBuilder
+    from toolweave.resources import Resources
+    from toolweave.session import Session
+    from toolweave.toolset import ToolSet
+
+__all__ = ["ENTRY_POINT_GROUP", "PackInfo", "PackManager", "load_packs"]
+
+logger = logging.getLogger("toolweave.packs")
+
+ENTRY_POINT_GROUP = "toolweave.packs"
+ENV_INCLUDE = "TOOLWEAVE_PACKS"
+"""Comma-separated allow-list of pack names (empty or unset: every pack)."""
+ENV_EXCLUDE = "TOOLWEAVE_DISABLE_PACKS"
+"""Comma-separated block-list of pack names."""
+ENV_AUTOLOAD = "TOOLWEAVE_AUTOLOAD"
+"""Set to ``0`` to load no pack from entry points unless the host names it."""
+
+Status = Literal["loaded", "failed", "not selected"]
+
+
+@dataclass
+class PackInfo:
+    """What is known about one pack.
+
+    Attributes:
+        name: The entry-point name (``fs``).
+        target: The entry-point target (``toolweave_fs:pack``).
+        dist: The distribution that declared it, or ``None`` for packs added by the host.
+        version: The distribution's version.
+        status: ``loaded``, ``failed`` or ``not selected`` (never imported).
+        error: The failure, when ``status`` is ``failed``.
+        tools: Fully qualified ids of the tools it registered.
+    """
+
+    name: str
+    target: str
+    dist: str | None = None
+    version: str | None = None
+    status: Status = "not selected"
+    error: PackLoadError | None = None
+    tools: list[str] = field(default_factory=list)
+
+    @property
+    def origin(self) -> str:
+        """How registrations from this pack are labelled (``fs (toolweave-fs 0.1.0)``)."""
+        if self.dist:
+            return f"pack {self.name} ({self.dist} {self.version})"
+        return f"pack {self.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able summary."""
+        return {
+            "name": self.name,
+            "target": self.target,
+            "dist": self.dist,
+            "version": self.version,
+            "status": self.status,
+            "error": str(self.error) if self.error else None,
+            "tools": list(self.tools),
+        }
+
+
+def _names(value: str | None) -> set[str] | None:
+    if value is None or not value.strip():
+        return None
+    return {p.strip() for p in value.split(",") if p.strip()}
+
+
+@final
+class PackManager:
+    """The packs of one host: discovered, selected, loaded, and their hooks called.
+
+    Each manager owns a fresh pluggy ``PluginManager``; nothing is created at import
+    time. A pack that fails (at import, registration or in a hook) is reported with its
+    name, distribution and exception and skipped; with ``strict=True`` the failure raises
+    :class:`~toolweave.PackLoadError` instead.
+    """
+
+    def __init__(self, *, strict: bool = False) -> None:
+        self.strict = strict
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.packs: dict[str, PackInfo] = {}
+
+    def __repr__(self) -> str:
+        loaded = [n for n, p in self.packs.items() if p.status == "loaded"]
+        return f"<PackManager loaded={loaded}>"
+
+    # -- discovery ------------------------------------------------------------------
+
+    def discover(
+        self,
+        *,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
+        autoload: bool | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        """Find the packs declared under ``toolweave.packs`` and load the selected ones.
+
+        Selection: ``include`` (or ``$TOOLWEAVE_PACKS``) names the packs to load, none
+        meaning all; ``exclude`` (plus ``$TOOLWEAVE_DISABLE_PACKS``) removes names;
+        ``autoload=False`` (or ``$TOOLWEAVE_AUTOLOAD=0``) loads only packs named in
+        ``include``. Unselected packs are listed but never imported.
+        """
+        from importlib_metadata import entry_points
+
+        env = os.environ if environ is None else environ
+        wanted = set(include) if include is not None else _names(env.get(ENV_INCLUDE))
+        blocked = set(exclude or ()) | (_names(env.get(ENV_EXCLUDE)) or set())
+        if autoload is None:
+            autoload = env.get(ENV_AUTOLOAD, "1").strip().lower() not in {"0", "false", "no", "off"}
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in self.packs:
+                logger.warning("pack name %r is declared twice; keeping the first", ep.name)
+                continue
+            dist = ep.dist
+            info = PackInfo(
+                name=ep.name,
+                target=ep.value,
+                dist=dist.name if dist is not None else None,
+                version=dist.version if dist is not None else None,
+            )
+            self.packs[ep.name] = info
+            selected = (wanted is None and autoload) or (wanted is not None and ep.name in wanted)
+            if not selected or ep.name in blocked:
+                continue
+            self._load(info, ep.load)
+
+    def add(self, name: str, pack: object) -> PackInfo:
+        """Load a pack object the host provides directly (no entry point)."""
+        info = PackInfo(name=name, target=repr(pack))
+        self.packs[name] = info
+        self._load(info, lambda: pack)
+        return info
+
+    def _fail(self, info: PackInfo, exc: BaseException, stage: str) -> None:
+        error = PackLoadError(
+            info.name, f"{info.dist} {info.version}" if info.dist else None, exc, stage
+        )
+        info.status = "failed"
+        info.error = error
+        if self.strict:
+            raise error from exc
+        logger.warning("%s", error)
+
+    def _load(self, info: PackInfo, load: Callable[[], object]) -> None:
+        try:
+            pack = load()
+            self.pm.register(pack, name=info.name)
+        except Exception as exc:
+            self._fail(info, exc, "import")
+            return
+        info.status = "loaded"
+
+    @property
+    def loaded(self) -> list[PackInfo]:
+        """Packs that are loaded and working, in load order."""
+        return [p for p in self.packs.values() if p.status == "loaded"]
+
+    @property
+    def failed(self) -> list[PackInfo]:
+        """Packs that failed, with their errors."""
+        return [p for p in self.packs.values() if p.status == "failed"]
+
+    # -- hooks ----------------------------------------------------------------------
+
+    def _each(
+        self, hook: str, kwargs: dict[str, Any]
+    ) -> Iterable[tuple[PackInfo, Callable[[], Any]]]:
+        caller = getattr(self.pm.hook, hook)
+        by_plugin = {id(impl.plugin): impl for impl in caller.get_hookimpls()}
+        for info in self.loaded:
+            plugin = self.pm.get_plugin(info.name)
+            impl = by_plugin.get(id(plugin))
+            if impl is None:
+                continue
+            args = {name: kwargs[name] for name in impl.argnames}
+            yield info, functools.partial(impl.function, **args)
+
+    def register_tools(self, builder: ToolSetBuilder) -> None:
+        """Call every loaded pack's ``register_tools`` (then ``register_reminders``).
+
+        A pack that raises is marked failed and everything it registered is removed.
+        """
+        for hook in ("register_tools", "register_reminders"):
+            for info, call in self._each(hook, {"builder": builder}):
+                builder.origin = info.origin
+                try:
+                    call()
+                except Exception as exc:
+                    removed = builder.registry.remove_origin(info.origin)
+                    info.tools = [t for t in info.tools if t not in removed]
+                    self._fail(info, exc, hook)
+                    self.pm.unregister(name=info.name)
+                else:
+                    info.tools = [
+                        fq
+                        for fq in builder.registry
+                        if any(
+                            t.origin == info.origin for t in builder.registry.versions(fq).values()
+                        )
+                    ]
+                finally:
+                    builder.origin = "host"
+
+    def provide_resources(self, resources: Resources, session: Session) -> None:
+        """Call every loaded pack's ``provide_resources`` for a new session."""
+        for info, call in self._each(
+            "provide_resources", {"resources": resources, "session": session}
+        ):
+            try:
+                call()
+            except Exception as exc:
+                error = PackLoadError(info.name, info.dist, exc, "provide_resources")
+                if self.strict:
+                    raise error from exc
+                logger.warning("%s", error)
+
+    def builder(self) -> ToolSetBuilder:
+        """A builder holding every loaded pack's tools and reminders."""
+        from toolweave.builder import ToolSetBuilder
+
+        builder = ToolSetBuilder(packs=self)
+        self.register_tools(builder)
+        return builder
+
+    def build(self) -> ToolSet:
+        """Shortcut: ``self.builder().build()``."""
+        return self.builder().build()
+
+
+def load_packs(
+    include: Iterable[str] | None = None,
+    *,
+    exclude: Iterable[str] | None = None,
+    strict: bool = False,
+    autoload: bool | None = None,
+) -> PackManager:
+    """Discover the installed packs and load the selected ones.
+
+    Example:
+        ``toolset = load_packs(include=["fs"]).build()``
+
+    Args:
+        include: Pack names to load (default: ``$TOOLWEAVE_PACKS``, else every pack).
+        exclude: Pack names never to load (added to ``$TOOLWEAVE_DISABLE_PACKS``).
+        strict: Raise :class:`~toolweave.PackLoadError` on the first broken pack.
+        autoload: ``False`` loads only packs named in ``include``.
+    """
+    manager = PackManager(strict=strict)
+    manager.discover(include=include, exclude=exclude, autoload=autoload)
+    return manager

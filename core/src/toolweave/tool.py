@@ -1,0 +1,336 @@
+"""The typed tool interface: ``Tool[Args, Output]``, its metadata and ``@tool``."""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import re
+import typing
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
+
+from toolweave.stream import Progress
+
+if TYPE_CHECKING:
+    from toolweave.context import Context
+
+__all__ = [
+    "READ_ONLY_KINDS",
+    "Capabilities",
+    "FunctionTool",
+    "Kind",
+    "Tool",
+    "ToolOutput",
+    "tool",
+]
+
+
+class Kind(enum.StrEnum):
+    """What a tool does; drives ``{tool:<kind>}`` placeholders, read-only inference and filters."""
+
+    READ = "read"
+    EDIT = "edit"
+    WRITE = "write"
+    DELETE = "delete"
+    MOVE = "move"
+    LIST_DIR = "list_dir"
+    SEARCH = "search"
+    LSP = "lsp"
+    EXECUTE = "execute"
+    WEB_SEARCH = "web_search"
+    WEB_FETCH = "web_fetch"
+    BACKGROUND_TASK_ACTION = "background_task_action"
+    WAIT_TASKS_ACTION = "wait_tasks_action"
+    KILL_TASK_ACTION = "kill_task_action"
+    TASK = "task"
+    IMAGE_GEN = "image_gen"
+    VIDEO_GEN = "video_gen"
+    IMAGE_TO_VIDEO = "image_to_video"
+    ASK_USER = "ask_user"
+    PLAN = "plan"
+    MEMORY_SEARCH = "memory_search"
+    SKILL = "skill"
+    MONITOR = "monitor"
+    OTHER = "other"
+
+
+READ_ONLY_KINDS: frozenset[Kind] = frozenset(
+    {
+        Kind.READ,
+        Kind.LIST_DIR,
+        Kind.SEARCH,
+        Kind.LSP,
+        Kind.WEB_SEARCH,
+        Kind.WEB_FETCH,
+        Kind.BACKGROUND_TASK_ACTION,
+        Kind.WAIT_TASKS_ACTION,
+        Kind.ASK_USER,
+        Kind.PLAN,
+        Kind.MEMORY_SEARCH,
+        Kind.SKILL,
+        Kind.MONITOR,
+    }
+)
+"""Kinds that change neither the workspace nor the outside world."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a tool may do, as far as the dispatcher and filters are concerned.
+
+    Attributes:
+        read_only: ``True`` when the tool changes nothing; ``None`` derives it from the kind.
+        scope: What the tool reaches: ``"workspace"``, ``"system"``, ``"network"`` or
+            ``"none"``.
+        concurrency_safe: Whether calls may run concurrently with other calls of a batch;
+            ``None`` means "when read-only".
+        blocking: For synchronous code only: ``True`` (the default) runs it in a worker
+            thread so it cannot stall the event loop; declare ``False`` for quick, pure
+            functions to run them inline.
+        timeout: Default deadline of a call in seconds; ``None`` uses the session's default.
+    """
+
+    read_only: bool | None = None
+    scope: str = "workspace"
+    concurrency_safe: bool | None = None
+    blocking: bool = True
+    timeout: float | None = None
+
+
+class ToolOutput(BaseModel):
+    """Optional base for tool outputs: override :meth:`to_model` to control the model text."""
+
+    def to_model(self) -> str:
+        """What the model reads for this output (default: compact JSON)."""
+        return self.model_dump_json(exclude_none=True)
+
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+OutputT = TypeVar("OutputT")
+
+
+class Tool(Generic[ArgsT, OutputT]):
+    """A typed tool. Subclass it as ``Tool[MyArgs, MyOutput]`` and implement one method.
+
+    Implement either :meth:`run` (one result) or :meth:`stream` (an async generator that
+    yields :class:`~toolweave.Progress` items and then exactly one output). Both kinds
+    can be called in blocking and in streaming mode.
+
+    Class attributes:
+        id: The tool id, unique within its namespace (``read_file``).
+        namespace: Groups tools; the fully qualified id is ``namespace:id``.
+        kind: What the tool does.
+        description: What the model reads; a template that may name other tools by kind
+            (``{tool:edit}``).
+        capabilities: Read-only flag, scope, concurrency, blocking, default timeout.
+        emitted_notifications: Names of the notifications the tool may emit.
+        params: A pydantic model of the tool's configuration, or ``None``.
+        state: A pydantic model of the tool's persisted runtime state, or ``None``.
+        requires: A dependency expression over the configured set, or ``None``.
+        version: The behaviour version this class implements.
+        args_model: The ``Args`` model (derived from the generic parameters).
+        output_type: The ``Output`` type (derived from the generic parameters).
+    """
+
+    id: ClassVar[str]
+    namespace: ClassVar[str] = "main"
+    kind: ClassVar[Kind] = Kind.OTHER
+    description: ClassVar[str] = ""
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    emitted_notifications: ClassVar[tuple[str, ...]] = ()
+    params: ClassVar[type[BaseModel] | None] = None
+    state: ClassVar[type[BaseModel] | None] = None
+    requires: ClassVar[str | None] = None
+    version: ClassVar[str] = "1"
+    args_model: ClassVar[type[BaseModel]]
+    output_type: ClassVar[Any] = str
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in getattr(cls, "__orig_bases__", ()):
+            if get_origin(base) is Tool:
+                args, output = get_args(base)
+                if isinstance(args, type) and issubclass(args, BaseModel):
+                    cls.args_model = args
+                if not isinstance(output, TypeVar):
+                    cls.output_type = output
+
+    @property
+    def fqid(self) -> str:
+        """The fully qualified id, ``namespace:id``."""
+        return f"{self.namespace}:{self.id}"
+
+    async def run(self, ctx: Context, args: ArgsT) -> OutputT:
+        """Do the work and return the output (implement this or :meth:`stream`)."""
+        raise NotImplementedError
+
+    def stream(self, ctx: Context, args: ArgsT) -> AsyncIterator[Progress | OutputT]:
+        """Yield progress items, then exactly one output (implement this or :meth:`run`)."""
+        raise NotImplementedError
+
+    def should_list(self, ctx: Context) -> bool:
+        """Whether the tool is shown to the model in this session (default: always)."""
+        return True
+
+    @classmethod
+    def is_streaming(cls) -> bool:
+        """``True`` when the class implements :meth:`stream` rather than :meth:`run`."""
+        return cls.stream is not Tool.stream
+
+
+# --- @tool -------------------------------------------------------------------------
+
+_ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_ARG_LINE = re.compile(r"^(\s*)(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its summary text and per-argument text."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    i = 0
+    while i < len(lines) and not _ARGS_SECTION.match(lines[i]):
+        summary.append(lines[i])
+        i += 1
+    i += 1
+    current: str | None = None
+    indent: int | None = None
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() and not line.startswith((" ", "\t")):
+            break  # next section
+        m = _ARG_LINE.match(line)
+        if m and (indent is None or len(m.group(1)) == indent):
+            indent = len(m.group(1))
+            current = m.group(2).lstrip("*")
+            params[current] = m.group(3).strip()
+        elif current is not None and line.strip():
+            params[current] = f"{params[current]} {line.strip()}".strip()
+        i += 1
+    # Anything after the Args section (Returns:, Raises:) is for developers, not models.
+    return "\n".join(summary).strip(), params
+
+
+def _is_context_param(param: inspect.Parameter, hints: dict[str, Any]) -> bool:
+    from toolweave.context import Context
+
+    hint = hints.get(param.name)
+    return hint is Context or param.name == "ctx"
+
+
+class FunctionTool(Tool[Any, Any]):
+    """A tool made from a plain function by :func:`tool`; not subclassed by users."""
+
+    fn: ClassVar[Callable[..., Any]]
+    takes_context: ClassVar[bool] = False
+    is_async: ClassVar[bool] = True
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    id: str | None = None,
+    namespace: str = "main",
+    kind: Kind = Kind.OTHER,
+    description: str | None = None,
+    read_only: bool | None = None,
+    blocking: bool = True,
+    concurrency_safe: bool | None = None,
+    timeout: float | None = None,
+    params: type[BaseModel] | None = None,
+    state: type[BaseModel] | None = None,
+    requires: str | None = None,
+    emitted_notifications: tuple[str, ...] = (),
+) -> Any:
+    """Turn a typed function (sync or async) into a tool class.
+
+    ``Args`` is derived from the signature, parameter descriptions from the ``Args:``
+    section of a Google docstring, the description from the docstring's summary. A
+    parameter named ``ctx`` (or annotated ``Context``) receives the call context and is
+    not part of the schema. The model is built lazily, on first use.
+
+    Example:
+        >>> @tool(kind=Kind.OTHER, blocking=False)
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.
+        ...
+        ...     Args:
+        ...         a: The first number.
+        ...         b: The second number.
+        ...     '''
+        ...     return a + b
+        >>> add.id, sorted(add.args_model.model_fields)
+        ('add', ['a', 'b'])
+
+    Returns:
+        A :class:`FunctionTool` subclass; register it with ``ToolSetBuilder.add``.
+    """
+
+    def wrap(func: Callable[..., Any]) -> type[FunctionTool]:
+        summary, arg_docs = _parse_docstring(func.__doc__)
+        try:
+            hints = typing.get_type_hints(func, include_extras=True)
+        except Exception:  # unresolved forward references: fall back to raw annotations
+            hints = dict(getattr(func, "__annotations__", {}))
+        sig = inspect.signature(func)
+        fields: dict[str, Any] = {}
+        takes_context = False
+        for name, param in sig.parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"@tool {func.__name__}: *args/**kwargs are not supported")
+            if _is_context_param(param, hints):
+                takes_context = True
+                continue
+            annotation = hints.get(name, Any)
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            doc = arg_docs.get(name)
+            if isinstance(default, FieldInfo):
+                fields[name] = (annotation, default)
+            else:
+                fields[name] = (annotation, Field(default, description=doc))
+        tool_id = id or func.__name__
+        model_name = "".join(p.capitalize() for p in tool_id.split("_")) + "Args"
+        args_model = create_model(
+            model_name,
+            __config__=ConfigDict(extra="forbid", defer_build=True),
+            __doc__=None,
+            __module__=func.__module__,
+            **fields,
+        )
+        output_type = hints.get("return", Any)
+        caps = Capabilities(
+            read_only=read_only,
+            concurrency_safe=concurrency_safe,
+            blocking=blocking,
+            timeout=timeout,
+        )
+        attrs: dict[str, Any] = {
+            "id": tool_id,
+            "namespace": namespace,
+            "kind": kind,
+            "description": description if description is not None else summary,
+            "capabilities": caps,
+            "params": params,
+            "state": state,
+            "requires": requires,
+            "emitted_notifications": emitted_notifications,
+            "args_model": args_model,
+            "output_type": output_type,
+            "fn": staticmethod(func),
+            "takes_context": takes_context,
+            "is_async": inspect.iscoroutinefunction(func),
+            "__module__": func.__module__,
+            "__doc__": func.__doc__,
+        }
+        return type(model_name[:-4] + "Tool", (FunctionTool,), attrs)
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap

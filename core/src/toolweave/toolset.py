@@ -1,0 +1,221 @@
+"""The immutable tool set: configured entries, looked up by client-visible name."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, final
+
+from pydantic import BaseModel
+
+from toolweave._erasure import ErasedTool
+
+if TYPE_CHECKING:
+    from toolweave.plugins import PackManager
+    from toolweave.resources import Resources
+    from toolweave.session import Session
+
+__all__ = ["ToolDefinition", "ToolEntry", "ToolSet"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """What the model is told about one tool, before any provider's format.
+
+    Attributes:
+        name: The client-visible name.
+        description: The rendered description.
+        input_schema: The JSON Schema of the arguments, with client parameter names.
+        fqid: The fully qualified id of the tool behind the name.
+        kind: The tool's kind (value of :class:`~toolweave.Kind`).
+        read_only: Whether the tool changes nothing.
+        source: ``"local"`` or where an external tool came from (``"mcp:<server>"``).
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    fqid: str
+    kind: str
+    read_only: bool
+    source: str = "local"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The neutral definition as JSON-able data."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+
+def _rename_schema(schema: dict[str, Any], to_client: Mapping[str, str]) -> dict[str, Any]:
+    out = dict(schema)
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        out["properties"] = {to_client.get(k, k): v for k, v in props.items()}
+    required = schema.get("required")
+    if isinstance(required, list):
+        out["required"] = [to_client.get(k, k) for k in required]
+    return out
+
+
+@final
+class ToolEntry:
+    """One configured tool of a set: a client-visible name bound to an erased handle.
+
+    Attributes:
+        name: The client-visible name.
+        tool: The erased handle that runs.
+        description: The description after template rendering.
+        to_client: Canonical → client parameter names (``None`` when not renamed).
+        to_canonical: Client → canonical parameter names (``None`` when not renamed).
+        params: The effective params (defaults merged with the configuration), if any.
+        timeout: The call deadline in seconds, or ``None`` for the session's default.
+    """
+
+    __slots__ = (
+        "_definition",
+        "description",
+        "name",
+        "params",
+        "parse",
+        "timeout",
+        "to_canonical",
+        "to_client",
+        "tool",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        tool: ErasedTool,
+        *,
+        description: str | None = None,
+        to_client: Mapping[str, str] | None = None,
+        params: BaseModel | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self.name = name
+        self.tool = tool
+        self.description = tool.description if description is None else description
+        self.to_client = dict(to_client) if to_client else None
+        self.to_canonical = {v: k for k, v in to_client.items()} if to_client else None
+        self.params = params
+        self.timeout = timeout if timeout is not None else tool.capabilities.timeout
+        self._definition: ToolDefinition | None = None
+        # The hot path calls entry.parse(raw); without renames it is the tool's own parser.
+        self.parse = tool.parse if self.to_canonical is None else self._parse_renamed
+
+    def __repr__(self) -> str:
+        return f"<ToolEntry {self.name!r} → {self.tool.fqid}>"
+
+    def _parse_renamed(self, raw: Any) -> Any:
+        assert self.to_canonical is not None
+        data = raw
+        if isinstance(raw, (str, bytes, bytearray)):
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                return self.tool.parse(raw)  # let the tool's parser report the JSON error
+        if isinstance(data, Mapping):
+            data = {self.to_canonical.get(k, k): v for k, v in data.items()}
+        return self.tool.parse(data)
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The argument schema with client parameter names."""
+        return self.definition.input_schema
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The neutral definition (built on first access, then cached)."""
+        if self._definition is None:
+            schema = self.tool.input_schema
+            if self.to_client:
+                schema = _rename_schema(schema, self.to_client)
+            self._definition = ToolDefinition(
+                name=self.name,
+                description=self.description,
+                input_schema=schema,
+                fqid=self.tool.fqid,
+                kind=self.tool.kind.value,
+                read_only=self.tool.read_only,
+                source=self.tool.source,
+            )
+        return self._definition
+
+
+@final
+class ToolSet:
+    """An immutable, validated set of configured tools.
+
+    Built by :class:`~toolweave.ToolSetBuilder`; shared by any number of sessions.
+    Definitions are rendered once per format and cached, so repeated listings are
+    byte-identical and cost a dictionary lookup.
+    """
+
+    __slots__ = ("_by_name", "_rendered", "entries", "options", "packs", "reminders")
+
+    def __init__(
+        self,
+        entries: Sequence[ToolEntry],
+        *,
+        packs: PackManager | None = None,
+        reminders: Sequence[Any] = (),
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.entries: tuple[ToolEntry, ...] = tuple(entries)
+        self._by_name: dict[str, ToolEntry] = {e.name: e for e in self.entries}
+        self.packs = packs
+        self.reminders: tuple[Any, ...] = tuple(reminders)
+        self.options: Mapping[str, Any] = dict(options or {})
+        self._rendered: dict[str, list[dict[str, Any]]] = {}
+
+    def get(self, name: str) -> ToolEntry | None:
+        """The entry with client-visible ``name``, or ``None``."""
+        return self._by_name.get(name)
+
+    def __getitem__(self, name: str) -> ToolEntry:
+        return self._by_name[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __iter__(self) -> Iterator[ToolEntry]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def names(self) -> list[str]:
+        """Client-visible names in listing order."""
+        return [e.name for e in self.entries]
+
+    def definitions(self, format: str = "neutral") -> list[dict[str, Any]]:
+        """Definitions of every tool in ``format`` (``neutral``, ``openai``, ``anthropic``,
+        ``mcp``, ...), rendered once and cached.
+
+        The returned list is shared: treat it as read-only.
+        """
+        cached = self._rendered.get(format)
+        if cached is None:
+            from toolweave.formats import render
+
+            cached = render([e.definition for e in self.entries], format)
+            self._rendered[format] = cached
+        return cached
+
+    def session(
+        self,
+        *,
+        session_id: str | None = None,
+        resources: Resources | None = None,
+        **options: Any,
+    ) -> Session:
+        """A new :class:`~toolweave.Session` over this set (see its arguments)."""
+        from toolweave.session import Session
+
+        return Session(self, session_id=session_id, resources=resources, **options)
