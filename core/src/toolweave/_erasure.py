@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
-from functools import partial
+from functools import cache, partial
 from typing import Any, final
 
 import anyio.to_thread
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, RootModel, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.tool import READ_ONLY_KINDS, Capabilities, FunctionTool, Kind, Tool
+from toolweave.tool import READ_ONLY_KINDS, Capabilities, FunctionTool, Kind, Lifecycle, Tool
 
-__all__ = ["ErasedTool", "erase", "format_validation_error"]
+__all__ = ["ErasedTool", "erase", "forbid_unknown_fields", "format_validation_error"]
 
 
 def _dump_json(value: Any) -> str:
@@ -42,6 +42,49 @@ def _finish_any(value: Any) -> tuple[Any, str]:
         return output, text
     output = to_jsonable_python(value)
     return output, _dump_json(output)
+
+
+@cache
+def forbid_unknown_fields(model: type[BaseModel]) -> type[BaseModel]:
+    """The model that validates a tool's arguments: ``model`` itself when its config
+    says what to do with unknown fields, else a subclass that rejects them.
+
+    Argument models reject unknown fields by default, so a model that invents a
+    parameter is told so instead of having it silently dropped. Built once per model.
+    """
+    if "extra" in model.model_config or issubclass(model, RootModel):
+        return model
+    namespace: dict[str, Any] = {
+        "__module__": model.__module__,
+        "__qualname__": model.__qualname__,
+        "__doc__": model.__doc__,
+        "model_config": ConfigDict(extra="forbid"),
+    }
+    metaclass: Any = type(model)
+    strict: type[BaseModel] = metaclass(model.__name__, (model,), namespace)
+    return strict
+
+
+_TOO_DEEP = "arguments are nested too deeply; send a flatter JSON object"
+
+
+def _guarded(validate: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Wrap a validator that is not pydantic's so that it fails only with typed errors."""
+
+    def checked(data: Any) -> Any:
+        try:
+            return validate(data)
+        except (ToolError, ValidationError):
+            raise
+        except RecursionError as exc:
+            raise ToolError(ErrorKind.INVALID_PARAMS, _TOO_DEEP) from exc
+        except Exception as exc:
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS,
+                f"arguments could not be validated: {type(exc).__name__}: {exc}",
+            ) from exc
+
+    return checked
 
 
 @final
@@ -67,6 +110,7 @@ class ErasedTool:
         "args_model",
         "capabilities",
         "concurrency_safe",
+        "conflicts",
         "description",
         "emitted_notifications",
         "finish",
@@ -75,11 +119,13 @@ class ErasedTool:
         "invoke",
         "is_coroutine",
         "kind",
+        "lifecycle",
         "namespace",
         "open_stream",
         "origin",
         "params_type",
         "read_only",
+        "replacement",
         "requires",
         "source",
         "state_type",
@@ -109,6 +155,9 @@ class ErasedTool:
         state_type: type[BaseModel] | None = None,
         requires: str | None = None,
         version: str = "1",
+        conflicts: tuple[str, ...] = (),
+        lifecycle: Lifecycle = Lifecycle.ACTIVE,
+        replacement: str | None = None,
         emitted_notifications: tuple[str, ...] = (),
         tool: Tool[Any, Any] | None = None,
     ) -> None:
@@ -135,6 +184,9 @@ class ErasedTool:
         self.state_type = state_type
         self.requires = requires
         self.version = version
+        self.conflicts = conflicts
+        self.lifecycle = lifecycle
+        self.replacement = replacement
         self.emitted_notifications = emitted_notifications
         self.tool = tool
         if args_model is not None:
@@ -142,7 +194,7 @@ class ErasedTool:
             self._validate_python: Callable[[Any], Any] = self._bootstrap_python
         else:
             assert validate_python is not None, "a tool without Args needs validate_python"
-            self._validate_python = validate_python
+            self._validate_python = _guarded(validate_python)
             self._validate_json = self._parse_then_validate
 
     def __repr__(self) -> str:
@@ -155,7 +207,7 @@ class ErasedTool:
         """The JSON Schema of the arguments (built on first access, then cached)."""
         if self._schema is None:
             assert self.args_model is not None
-            self._schema = self.args_model.model_json_schema()
+            self._schema = forbid_unknown_fields(self.args_model).model_json_schema()
         return self._schema
 
     def parse(self, raw: Any) -> Any:
@@ -181,8 +233,8 @@ class ErasedTool:
         )
 
     def _capture(self) -> None:
-        model = self.args_model
-        assert model is not None
+        assert self.args_model is not None
+        model = forbid_unknown_fields(self.args_model)
         if not model.__pydantic_complete__:
             model.model_rebuild(force=True)
         validator = model.__pydantic_validator__
@@ -204,6 +256,8 @@ class ErasedTool:
             raise ToolError(
                 ErrorKind.INVALID_PARAMS, f"arguments are not valid JSON: {exc}"
             ) from exc
+        except RecursionError as exc:
+            raise ToolError(ErrorKind.INVALID_PARAMS, _TOO_DEEP) from exc
         if not isinstance(data, dict):
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
@@ -316,6 +370,9 @@ def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> 
         state_type=cls.state,
         requires=cls.requires,
         version=cls.version,
+        conflicts=tuple(cls.conflicts),
+        lifecycle=Lifecycle(cls.lifecycle),
+        replacement=cls.replacement,
         emitted_notifications=tuple(cls.emitted_notifications),
         tool=instance,
     )

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, final
 
+from toolweave._build import ExternalTools, RemoteEntries, plan_build, raise_for
 from toolweave._erasure import ErasedTool, erase
+from toolweave.errors import ConfigError, ConfigIssue
 from toolweave.registry import ExecutionRegistry
+from toolweave.reminders import Reminder, register_reminder, register_tool_reminders
 from toolweave.tool import Tool
-from toolweave.toolset import ToolEntry, ToolSet
+from toolweave.toolset import ToolSet
 
 if TYPE_CHECKING:
+    from toolweave.config import ToolSetConfig
     from toolweave.plugins import PackManager
 
 __all__ = ["ToolSetBuilder"]
@@ -41,6 +46,8 @@ class ToolSetBuilder:
         self.packs = packs
         self.origin = "host"
         """Origin recorded for registrations; the pack loader sets it per pack."""
+        self.reminders: list[Any] = []
+        """Registered reminders; a build keeps those whose ``requires`` expression holds."""
 
     def add(self, tool: ToolLike, *, origin: str | None = None) -> ErasedTool:
         """Register one tool (an instance, a class, or an already erased handle).
@@ -51,29 +58,90 @@ class ToolSetBuilder:
         """
         erased = tool if isinstance(tool, ErasedTool) else erase(tool, origin or self.origin)
         self.registry.register(erased)
+        if erased.tool is not None and getattr(erased.tool, "reminders", None):
+            register_tool_reminders(self.reminders, erased)
         return erased
+
+    def add_reminder(self, reminder: Reminder | type[Reminder]) -> Reminder:
+        """Register a cross-tool reminder (an instance, or a class made with no arguments).
+
+        Packs call it from their ``register_reminders`` hook. A build keeps the
+        reminder when its ``requires`` expression holds for the configured set.
+
+        Raises:
+            UsageError: Another reminder has the same id.
+            TypeError: The object is not a :class:`~toolweave.reminders.Reminder`.
+        """
+        return register_reminder(self.reminders, reminder)
 
     def add_all(self, tools: Iterable[ToolLike], *, origin: str | None = None) -> None:
         """Register several tools."""
         for t in tools:
             self.add(t, origin=origin)
 
-    def build(self) -> ToolSet:
-        """Freeze every registered tool into a :class:`ToolSet`, in registration order.
+    def build(
+        self,
+        config: ToolSetConfig | Mapping[str, Any] | None = None,
+        *,
+        external: ExternalTools = (),
+        remote: RemoteEntries = (),
+    ) -> ToolSet:
+        """Check a configuration against the registered tools and freeze it into a set.
 
-        Each tool appears under its bare id, or under ``namespace:id`` where the bare
-        id exists in several namespaces. Effective params are the params model's defaults.
+        Without a configuration (or with ``tools`` unset) every registered tool is
+        included, in registration order, with its default params; each appears under
+        its bare id, or ``namespace__id`` where the bare id exists in several namespaces.
+
+        Args:
+            config: A :class:`~toolweave.ToolSetConfig` (or the same as a dict).
+            external: External (MCP) tool snapshots: handles, or client name → handle.
+                They come after the built-in tools, sorted by client name; one whose id
+                or name is taken by a configured tool is skipped.
+            remote: A remote list of entries, lowest priority; entries whose id or name
+                is taken by the configuration or an external tool are skipped.
+
+        Returns:
+            The immutable set; ``toolset.report`` lists every entry left out and why.
+
+        Raises:
+            ConfigError: Every problem found (unknown ids, bad params, clashing names,
+                unmet dependencies, broken templates, ...), one per line.
+
+        Warns:
+            DeprecatedVersionWarning: For each deprecated version chosen, naming its
+                replacement.
         """
-        entries: list[ToolEntry] = []
-        counts: dict[str, int] = {}
-        for fqid in self.registry:
-            bare = fqid.split(":", 1)[1]
-            counts[bare] = counts.get(bare, 0) + 1
-        for fqid in self.registry:
-            tool = self.registry.latest(fqid)
-            assert tool is not None
-            bare = tool.id
-            name = bare if counts[bare] == 1 else f"{tool.namespace}__{bare}"
-            params = tool.params_type() if tool.params_type is not None else None
-            entries.append(ToolEntry(name, tool, params=params))
-        return ToolSet(entries, packs=self.packs)
+        plan = plan_build(
+            self.registry, config, external=external, remote=remote, reminders=self.reminders
+        )
+        raise_for(plan)
+        for warning in plan.deprecated:
+            warnings.warn(warning, stacklevel=2)
+        return ToolSet(
+            plan.entries,
+            packs=self.packs,
+            reminders=plan.reminders,
+            config=plan.config,
+            report=plan.report,
+        )
+
+    def validate(
+        self,
+        config: ToolSetConfig | Mapping[str, Any] | None = None,
+        *,
+        external: ExternalTools = (),
+        remote: RemoteEntries = (),
+    ) -> list[ConfigIssue]:
+        """Every problem :meth:`build` would raise for these arguments (empty: it builds).
+
+        Deprecated versions are reported as warnings, as by :meth:`build`.
+        """
+        try:
+            plan = plan_build(
+                self.registry, config, external=external, remote=remote, reminders=self.reminders
+            )
+        except ConfigError as exc:
+            return list(exc.issues)
+        for warning in plan.deprecated:
+            warnings.warn(warning, stacklevel=2)
+        return plan.issues

@@ -2,18 +2,57 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar, final
+from typing import TYPE_CHECKING, Any, TypeVar, final
+
+from pydantic import BaseModel
 
 from toolweave.errors import MissingResourceError
 
 if TYPE_CHECKING:
     from toolweave.resources import Resources
     from toolweave.session import Session
+    from toolweave.state import StateSlot
+    from toolweave.stream import CallResult
     from toolweave.toolset import ToolEntry
 
 __all__ = ["Context"]
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+@final
+class CallRecord:
+    """What a call did besides returning: state it touched, calls it made.
+
+    Created only when needed (a call that neither reads state nor calls another tool
+    has none). Calls a meta-tool makes through its context get their own record,
+    sharing the outermost one's (``root``) state bookkeeping: the outer call persists
+    everything once.
+
+    Attributes:
+        root: The record of the outermost call (itself for an outer call).
+        depth: 0 for a call from the host, 1 for a call made by that call's tool, ...
+        effective: The tool that produced this call's result, when it delegated.
+        slots: (root only) The state slots touched by the call and its inner calls.
+        held: (root only) Keys of the state locks held for the call.
+    """
+
+    __slots__ = ("depth", "effective", "held", "root", "slots")
+
+    def __init__(self, parent: CallRecord | None = None) -> None:
+        self.root: CallRecord = self if parent is None else parent.root
+        self.depth: int = 0 if parent is None else parent.depth + 1
+        self.effective: str | None = None
+        self.slots: dict[type[BaseModel], StateSlot] | None = None
+        self.held: set[str] | None = None
+
+    def touch(self, slot: StateSlot) -> None:
+        """Remember that the call used ``slot`` (persisted after the outer call)."""
+        root = self.root
+        if root.slots is None:
+            root.slots = {}
+        root.slots[slot.model] = slot
 
 
 @final
@@ -28,12 +67,21 @@ class Context:
         call_id: The host's id for the call, if any.
     """
 
-    __slots__ = ("call_id", "entry", "session")
+    __slots__ = ("_record", "call_id", "entry", "session")
 
     def __init__(self, session: Session, entry: ToolEntry | None, call_id: str | None) -> None:
         self.session = session
         self.entry = entry
         self.call_id = call_id
+        self._record: CallRecord | None = None
+
+    @property
+    def record(self) -> CallRecord:
+        """The call's record (created on first use)."""
+        record = self._record
+        if record is None:
+            record = self._record = CallRecord()
+        return record
 
     @property
     def resources(self) -> Resources:
@@ -44,6 +92,12 @@ class Context:
     def session_id(self) -> str:
         """The session's id."""
         return self.session.session_id
+
+    @property
+    def depth(self) -> int:
+        """0 for a call from the host; 1 and more for calls made by meta-tools."""
+        record = self._record
+        return 0 if record is None else record.depth
 
     def get(self, key: type[T]) -> T | None:
         """The resource stored under ``key``, or ``None``."""
@@ -74,6 +128,58 @@ class Context:
         if entry is not None and entry.tool.params_type is key:
             return key()
         raise MissingResourceError(key)
+
+    # -- runtime state ----------------------------------------------------------------
+
+    def state(self, model: type[M]) -> M:
+        """The session's live instance of the state model ``model``.
+
+        Mutate it in place (or replace it with :meth:`set_state`); after the call the
+        session saves it when its JSON changed. The first access in a session loads
+        what the store holds (the model's defaults for a new session).
+
+        Raises:
+            UsageError: ``model`` is not a pydantic model with defaults for every field.
+        """
+        slot = self.session.state.slot(model)
+        self.record.touch(slot)
+        value: Any = slot.value
+        return value  # type: ignore[no-any-return]
+
+    def set_state(self, value: BaseModel) -> None:
+        """Replace the session's instance of ``type(value)`` with ``value``."""
+        self.record.touch(self.session.state.replace(value))
+
+    # -- other tools and the host -----------------------------------------------------
+
+    async def call(self, name: str, arguments: Any = None) -> CallResult:
+        """Run another tool of the session (internal dispatch, for meta-tools).
+
+        The inner call goes through guards and argument validation like any call, but
+        skips reminders and state persistence: the outer call does both, once. When
+        the tool returns the inner :class:`~toolweave.CallResult` itself, the outer
+        result carries its output, text and error; in any case the outer result's
+        ``effective_tool`` names the last tool that ran successfully inside.
+
+        Args:
+            name: The client-visible name of the tool.
+            arguments: Its arguments (JSON text or a dict).
+
+        Returns:
+            The inner result; failures are results with an error, never exceptions.
+        """
+        return await self.session._call_inner(self, name, arguments)
+
+    def notify(self, name: str, data: Any = None) -> None:
+        """Emit a notification the tool declared in ``emitted_notifications``.
+
+        Safe to call from a worker thread (a blocking tool): delivery happens in the
+        event loop.
+
+        Raises:
+            UsageError: In debug mode, when the tool did not declare ``name``.
+        """
+        self.session._notify(self, name, data)
 
     def __repr__(self) -> str:
         name = self.entry.name if self.entry is not None else None

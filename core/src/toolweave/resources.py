@@ -30,7 +30,7 @@ class Resources:
     Example:
         >>> from pathlib import Path
         >>> res = Resources()
-        >>> res.insert(Path("/tmp"))
+        >>> res.insert(Path("/tmp"), Path)  # without a key: under type(value), PosixPath
         >>> res.require(Path)
         PosixPath('/tmp')
     """
@@ -52,7 +52,8 @@ class Resources:
     def insert(self, value: T, key: type[T]) -> None: ...
 
     def insert(self, value: Any, key: type[Any] | None = None) -> None:
-        """Store ``value`` under ``key`` (default: its own type), replacing any old value."""
+        """Store ``value`` under ``key`` (default: its exact type, ``type(value)``),
+        replacing any old value. Lookups match the key exactly, never a base class."""
         with self._lock:
             self._values[type(value) if key is None else key] = value
 

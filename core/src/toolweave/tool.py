@@ -6,7 +6,7 @@ import enum
 import inspect
 import re
 import typing
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
@@ -17,12 +17,14 @@ from toolweave.stream import Progress
 
 if TYPE_CHECKING:
     from toolweave.context import Context
+    from toolweave.reminders import Reminder
 
 __all__ = [
     "READ_ONLY_KINDS",
     "Capabilities",
     "FunctionTool",
     "Kind",
+    "Lifecycle",
     "Tool",
     "ToolOutput",
     "tool",
@@ -78,6 +80,17 @@ READ_ONLY_KINDS: frozenset[Kind] = frozenset(
 """Kinds that change neither the workspace nor the outside world."""
 
 
+class Lifecycle(enum.StrEnum):
+    """Where a behaviour version of a tool stands."""
+
+    ACTIVE = "active"
+    """Current; a configuration without a version gets the newest active one."""
+    DEPRECATED = "deprecated"
+    """Still usable when a configuration asks for it, with a warning naming the replacement."""
+    REMOVED = "removed"
+    """Kept only to explain itself: a configuration that asks for it is rejected."""
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     """What a tool may do, as far as the dispatcher and filters are concerned.
@@ -128,10 +141,19 @@ class Tool(Generic[ArgsT, OutputT]):
             (``{tool:edit}``).
         capabilities: Read-only flag, scope, concurrency, blocking, default timeout.
         emitted_notifications: Names of the notifications the tool may emit.
+        reminders: Tool-internal reminders (instances or classes of
+            :class:`~toolweave.reminders.Reminder`), active while the tool is in the set.
         params: A pydantic model of the tool's configuration, or ``None``.
         state: A pydantic model of the tool's persisted runtime state, or ``None``.
-        requires: A dependency expression over the configured set, or ``None``.
-        version: The behaviour version this class implements.
+        requires: A dependency expression over the configured set, or ``None``
+            (see :func:`toolweave.compile_expression` for the syntax).
+        conflicts: Ids (``edit_file`` or ``fs:edit_file``) of tools that must not be
+            configured in the same set as this one.
+        version: The behaviour version this class implements; register one class per
+            version under the same id.
+        lifecycle: Whether this version is active, deprecated or removed.
+        replacement: For a deprecated or removed version: what to use instead (another
+            version of this tool, or another tool's id).
         args_model: The ``Args`` model (derived from the generic parameters).
         output_type: The ``Output`` type (derived from the generic parameters).
     """
@@ -142,16 +164,22 @@ class Tool(Generic[ArgsT, OutputT]):
     description: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
     emitted_notifications: ClassVar[tuple[str, ...]] = ()
+    reminders: ClassVar[tuple[Reminder | type[Reminder], ...]] = ()
     params: ClassVar[type[BaseModel] | None] = None
     state: ClassVar[type[BaseModel] | None] = None
     requires: ClassVar[str | None] = None
+    conflicts: ClassVar[tuple[str, ...]] = ()
     version: ClassVar[str] = "1"
+    lifecycle: ClassVar[Lifecycle] = Lifecycle.ACTIVE
+    replacement: ClassVar[str | None] = None
     args_model: ClassVar[type[BaseModel]]
     output_type: ClassVar[Any] = str
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for base in getattr(cls, "__orig_bases__", ()):
+        # Only the class's own bases: an inherited __orig_bases__ (a subclass of
+        # FunctionTool or of another tool) must not overwrite what the class sets.
+        for base in cls.__dict__.get("__orig_bases__", ()):
             if get_origin(base) is Tool:
                 args, output = get_args(base)
                 if isinstance(args, type) and issubclass(args, BaseModel):
@@ -164,8 +192,13 @@ class Tool(Generic[ArgsT, OutputT]):
         """The fully qualified id, ``namespace:id``."""
         return f"{self.namespace}:{self.id}"
 
-    async def run(self, ctx: Context, args: ArgsT) -> OutputT:
-        """Do the work and return the output (implement this or :meth:`stream`)."""
+    def run(self, ctx: Context, args: ArgsT) -> OutputT | Awaitable[OutputT]:
+        """Do the work and return the output (implement this or :meth:`stream`).
+
+        Write it as ``async def`` for asynchronous work, or as a plain ``def`` for
+        synchronous code, which runs in a worker thread unless
+        ``Capabilities(blocking=False)`` says it is quick enough to run inline.
+        """
         raise NotImplementedError
 
     def stream(self, ctx: Context, args: ArgsT) -> AsyncIterator[Progress | OutputT]:
@@ -247,6 +280,10 @@ def tool(
     params: type[BaseModel] | None = None,
     state: type[BaseModel] | None = None,
     requires: str | None = None,
+    conflicts: tuple[str, ...] = (),
+    version: str = "1",
+    lifecycle: Lifecycle = Lifecycle.ACTIVE,
+    replacement: str | None = None,
     emitted_notifications: tuple[str, ...] = (),
 ) -> Any:
     """Turn a typed function (sync or async) into a tool class.
@@ -320,6 +357,10 @@ def tool(
             "params": params,
             "state": state,
             "requires": requires,
+            "conflicts": tuple(conflicts),
+            "version": version,
+            "lifecycle": Lifecycle(lifecycle),
+            "replacement": replacement,
             "emitted_notifications": emitted_notifications,
             "args_model": args_model,
             "output_type": output_type,

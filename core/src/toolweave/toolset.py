@@ -10,11 +10,16 @@ from typing import TYPE_CHECKING, Any, final
 from pydantic import BaseModel
 
 from toolweave._erasure import ErasedTool
+from toolweave._merge import BuildReport
+from toolweave.config import ToolSetConfig
+from toolweave.tool import READ_ONLY_KINDS, Kind
 
 if TYPE_CHECKING:
+    from toolweave._expr import SetView
     from toolweave.plugins import PackManager
     from toolweave.resources import Resources
     from toolweave.session import Session
+    from toolweave.templates import TemplateRenderer
 
 __all__ = ["ToolDefinition", "ToolEntry", "ToolSet"]
 
@@ -54,7 +59,17 @@ def _rename_schema(schema: dict[str, Any], to_client: Mapping[str, str]) -> dict
     out = dict(schema)
     props = schema.get("properties")
     if isinstance(props, dict):
-        out["properties"] = {to_client.get(k, k): v for k, v in props.items()}
+        renamed: dict[str, Any] = {}
+        for key, prop in props.items():
+            client = to_client.get(key)
+            if client is None:
+                renamed[key] = prop
+            elif isinstance(prop, dict) and "title" in prop:
+                # pydantic titles repeat the canonical name; the model sees only the client's.
+                renamed[client] = {k: v for k, v in prop.items() if k != "title"}
+            else:
+                renamed[client] = prop
+        out["properties"] = renamed
     required = schema.get("required")
     if isinstance(required, list):
         out["required"] = [to_client.get(k, k) for k in required]
@@ -73,14 +88,19 @@ class ToolEntry:
         to_canonical: Client → canonical parameter names (``None`` when not renamed).
         params: The effective params (defaults merged with the configuration), if any.
         timeout: The call deadline in seconds, or ``None`` for the session's default.
+        kind: The effective kind (the tool's, unless the configuration overrides it).
+        read_only: Whether the tool changes nothing (declared by the tool, else derived
+            from the effective kind).
     """
 
     __slots__ = (
         "_definition",
         "description",
+        "kind",
         "name",
         "params",
         "parse",
+        "read_only",
         "timeout",
         "to_canonical",
         "to_client",
@@ -96,9 +116,17 @@ class ToolEntry:
         to_client: Mapping[str, str] | None = None,
         params: BaseModel | None = None,
         timeout: float | None = None,
+        kind: Kind | None = None,
     ) -> None:
         self.name = name
         self.tool = tool
+        if kind is None or kind == tool.kind:
+            self.kind = tool.kind
+            self.read_only = tool.read_only
+        else:
+            self.kind = Kind(kind)
+            declared = tool.capabilities.read_only
+            self.read_only = self.kind in READ_ONLY_KINDS if declared is None else declared
         self.description = tool.description if description is None else description
         self.to_client = dict(to_client) if to_client else None
         self.to_canonical = {v: k for k, v in to_client.items()} if to_client else None
@@ -140,8 +168,8 @@ class ToolEntry:
                 description=self.description,
                 input_schema=schema,
                 fqid=self.tool.fqid,
-                kind=self.tool.kind.value,
-                read_only=self.tool.read_only,
+                kind=self.kind.value,
+                read_only=self.read_only,
                 source=self.tool.source,
             )
         return self._definition
@@ -154,9 +182,27 @@ class ToolSet:
     Built by :class:`~toolweave.ToolSetBuilder`; shared by any number of sessions.
     Definitions are rendered once per format and cached, so repeated listings are
     byte-identical and cost a dictionary lookup.
+
+    Attributes:
+        entries: The configured tools in listing order (built-in tools in configured
+            order, then external tools given at build time, sorted by client name).
+        config: The configuration the set was built from (set-level options included).
+        report: What the build left out and why.
+        options: The set-level options as a mapping (``mode``, ``reminders``, ...).
     """
 
-    __slots__ = ("_by_name", "_rendered", "entries", "options", "packs", "reminders")
+    __slots__ = (
+        "_by_name",
+        "_rendered",
+        "_renderer",
+        "_view",
+        "config",
+        "entries",
+        "options",
+        "packs",
+        "reminders",
+        "report",
+    )
 
     def __init__(
         self,
@@ -165,12 +211,20 @@ class ToolSet:
         packs: PackManager | None = None,
         reminders: Sequence[Any] = (),
         options: Mapping[str, Any] | None = None,
+        config: ToolSetConfig | None = None,
+        report: BuildReport | None = None,
+        renderer: TemplateRenderer | None = None,
     ) -> None:
         self.entries: tuple[ToolEntry, ...] = tuple(entries)
         self._by_name: dict[str, ToolEntry] = {e.name: e for e in self.entries}
         self.packs = packs
         self.reminders: tuple[Any, ...] = tuple(reminders)
-        self.options: Mapping[str, Any] = dict(options or {})
+        self.config = config if config is not None else ToolSetConfig()
+        settings = self.config.model_dump(exclude={"tools"})
+        self.options: Mapping[str, Any] = {**settings, **(options or {})}
+        self.report = report if report is not None else BuildReport()
+        self._renderer = renderer
+        self._view: SetView | None = None
         self._rendered: dict[str, list[dict[str, Any]]] = {}
 
     def get(self, name: str) -> ToolEntry | None:
@@ -193,6 +247,51 @@ class ToolSet:
     def names(self) -> list[str]:
         """Client-visible names in listing order."""
         return [e.name for e in self.entries]
+
+    @property
+    def view(self) -> SetView:
+        """The configured tools as dependency expressions see them (built once)."""
+        if self._view is None:
+            from toolweave._expr import SetView
+
+            self._view = SetView.from_entries(self.entries)
+        return self._view
+
+    def render_template(self, text: str) -> str:
+        """Render ``{tool:<kind>}`` and ``{name:<id>}`` placeholders against this set.
+
+        Raises:
+            ConfigError: A placeholder is unknown or names no configured tool
+                (``template`` issues).
+        """
+        if self._renderer is None:
+            from toolweave.templates import TemplateRenderer
+
+            self._renderer = TemplateRenderer.from_tools(
+                (e.tool.fqid, e.kind.value, e.name) for e in self.entries
+            )
+        return self._renderer.render_strict(text)
+
+    def external_entry(self, tool: ErasedTool, name: str | None = None) -> ToolEntry:
+        """The entry of an external tool joining a session of this set.
+
+        The client-visible name is the set's ``external_prefix`` followed by ``name``
+        (default: the tool's id); the deadline is the tool's own, else the set's
+        ``external_timeout``.
+
+        Raises:
+            UsageError: The set is in ``read_only`` mode and the tool is not read-only.
+        """
+        config = self.config
+        client = config.external_prefix + (name or tool.id)
+        if config.mode == "read_only" and not tool.read_only:
+            from toolweave.errors import UsageError
+
+            raise UsageError(
+                f"external tool {client!r} is not read-only and this set is in read_only mode"
+            )
+        timeout = tool.capabilities.timeout
+        return ToolEntry(client, tool, timeout=timeout if timeout else config.external_timeout)
 
     def definitions(self, format: str = "neutral") -> list[dict[str, Any]]:
         """Definitions of every tool in ``format`` (``neutral``, ``openai``, ``anthropic``,

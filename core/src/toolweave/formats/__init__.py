@@ -1,7 +1,27 @@
-"""Tool definitions rendered in the formats model providers expect.
+"""Tool definitions in the formats model providers expect, and the way back.
 
 Each format is a function from a neutral :class:`~toolweave.ToolDefinition` to the
-provider's JSON; :func:`render` applies one to a whole listing.
+provider's JSON; :func:`render` applies one to a whole listing and
+``ToolSet.definitions(format)`` caches the result.
+
+| format | what it is |
+|---|---|
+| ``neutral`` | ``{"name", "description", "input_schema"}`` as the tool declares it |
+| ``openai`` | Chat Completions function tools |
+| ``openai-strict`` | the same in strict mode (schemas rewritten, ``strict: true``) |
+| ``openai-responses`` | Responses API function tools |
+| ``openai-responses-strict`` | the same in strict mode |
+| ``anthropic`` | Messages API tools (``input_schema``) |
+| ``gemini`` | function declarations in Gemini's OpenAPI subset |
+| ``mcp`` | MCP ``Tool`` objects (``inputSchema``) |
+
+Underscores work in place of hyphens (``openai_strict``).
+
+The way back, for a host's loop: :func:`parse_tool_calls` reads the tool calls of a
+model reply, :func:`tool_result_messages` writes results as the messages to append,
+and :func:`run_tool_calls` does both around a session::
+
+    messages += await run_tool_calls(session, reply.choices[0].message, "openai")
 """
 
 from __future__ import annotations
@@ -10,11 +30,39 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolweave.errors import UsageError
+from toolweave.formats import anthropic, gemini, mcp, openai
+from toolweave.formats._calls import (
+    PROVIDERS,
+    Provider,
+    ToolCall,
+    drop_optional_nulls,
+    parse_tool_calls,
+    run_tool_calls,
+    tool_result_messages,
+)
+from toolweave.formats._schema import UnsupportedSchemaError
+from toolweave.formats._strict import to_strict_schema
+from toolweave.formats.gemini import gemini_schema
 
 if TYPE_CHECKING:
     from toolweave.toolset import ToolDefinition
 
-__all__ = ["FORMATS", "register_format", "render"]
+__all__ = [
+    "FORMATS",
+    "PROVIDERS",
+    "Provider",
+    "ToolCall",
+    "UnsupportedSchemaError",
+    "drop_optional_nulls",
+    "gemini_schema",
+    "parse_tool_calls",
+    "register_format",
+    "register_provider",
+    "render",
+    "run_tool_calls",
+    "to_strict_schema",
+    "tool_result_messages",
+]
 
 Formatter = Callable[["ToolDefinition"], dict[str, Any]]
 
@@ -23,26 +71,15 @@ def _neutral(d: ToolDefinition) -> dict[str, Any]:
     return d.to_dict()
 
 
-def _openai(d: ToolDefinition) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {"name": d.name, "description": d.description, "parameters": d.input_schema},
-    }
-
-
-def _anthropic(d: ToolDefinition) -> dict[str, Any]:
-    return {"name": d.name, "description": d.description, "input_schema": d.input_schema}
-
-
-def _mcp(d: ToolDefinition) -> dict[str, Any]:
-    return {"name": d.name, "description": d.description, "inputSchema": d.input_schema}
-
-
 FORMATS: dict[str, Formatter] = {
     "neutral": _neutral,
-    "openai": _openai,
-    "anthropic": _anthropic,
-    "mcp": _mcp,
+    "openai": openai.chat,
+    "openai-strict": openai.chat_strict,
+    "openai-responses": openai.responses,
+    "openai-responses-strict": openai.responses_strict,
+    "anthropic": anthropic.tool,
+    "gemini": gemini.declaration,
+    "mcp": mcp.tool,
 }
 """Every known format by name; :func:`register_format` adds more."""
 
@@ -52,13 +89,28 @@ def register_format(name: str, formatter: Formatter) -> None:
     FORMATS[name] = formatter
 
 
+def register_provider(provider: Provider) -> None:
+    """Make a provider's tool calls and results known to :func:`parse_tool_calls` and friends."""
+    PROVIDERS[provider.name] = provider
+
+
+register_provider(Provider("openai", openai.parse_chat_calls, openai.chat_result_messages))
+register_provider(
+    Provider("openai-responses", openai.parse_responses_calls, openai.responses_result_items)
+)
+register_provider(Provider("anthropic", anthropic.parse_calls, anthropic.result_messages))
+register_provider(Provider("gemini", gemini.parse_calls, gemini.result_messages))
+
+
 def render(definitions: Sequence[ToolDefinition], format: str) -> list[dict[str, Any]]:
     """Render ``definitions`` in ``format``.
 
     Raises:
         UsageError: The format is unknown; the message lists the known ones.
+        UnsupportedSchemaError: A tool's schema cannot be expressed in ``format``
+            (the error names the tool).
     """
-    formatter = FORMATS.get(format)
+    formatter = FORMATS.get(format) or FORMATS.get(format.replace("_", "-"))
     if formatter is None:
         raise UsageError(f"unknown definition format {format!r}; known: {', '.join(FORMATS)}")
     return [formatter(d) for d in definitions]

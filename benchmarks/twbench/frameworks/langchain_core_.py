@@ -1,0 +1,79 @@
+"""langchain-core: ``StructuredTool`` called the way an agent's tool node calls it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar
+
+from twbench._tools import RAW_ARGS, fresh, fresh_many
+from twbench.frameworks._base import Dispatch, Framework, Variant
+
+__all__ = ["LangchainCore"]
+
+_PATH = (
+    'tools_by_name[name].ainvoke({"type": "tool_call", "args": json.loads(raw), ...}) '
+    "-> ToolMessage"
+)
+
+
+def _make(fn: Callable[..., Any], sync: bool) -> Any:
+    from langchain_core.tools import StructuredTool
+
+    if sync:
+        return StructuredTool.from_function(func=fn)
+    return StructuredTool.from_function(coroutine=fn)
+
+
+def _content(message: Any) -> str:
+    return str(message.content)
+
+
+def _invoker(by_name: dict[str, Any], name: str) -> Callable[[str], Awaitable[Any]]:
+    async def invoke(raw: str) -> Any:
+        call = {"name": name, "args": json.loads(raw), "id": "call_1", "type": "tool_call"}
+        return await by_name[name].ainvoke(call)
+
+    return invoke
+
+
+class LangchainCore(Framework):
+    """``StructuredTool.from_function`` + ``ainvoke`` with a ``ToolCall``."""
+
+    key: ClassVar[str] = "langchain-core"
+    label: ClassVar[str] = "langchain-core"
+    dists: ClassVar[tuple[str, ...]] = ("langchain-core",)
+    modules: ClassVar[tuple[str, ...]] = ("langchain_core",)
+    sync_note: ClassVar[str] = "worker thread: run_in_executor"
+    build_path: ClassVar[str] = "StructuredTool.from_function(coroutine=fn) per function + dict by name"
+    definitions_path: ClassVar[str] = (
+        "langchain_core.utils.function_calling.convert_to_openai_tool(t) per tool (what bind_tools does)"
+    )
+
+    async def dispatch(self, variant: Variant, fillers: int = 0) -> Dispatch:
+        tools = [_make(fn, False) for fn in fresh_many("async", fillers, "filler")]
+        kind = "sync" if variant.kind == "sync" else variant.kind
+        tools.append(_make(fresh(kind, "join"), kind == "sync"))  # type: ignore[arg-type]
+        by_name = {t.name: t for t in tools}
+        return Dispatch(_invoker(by_name, "join"), _content, _PATH)
+
+    def build(self, fns: Sequence[Callable[..., Any]]) -> Any:
+        return {t.name: t for t in (_make(fn, False) for fn in fns)}
+
+    async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
+        invoke = _invoker(built, name)
+
+        async def call() -> str:
+            return _content(await invoke(RAW_ARGS))
+
+        return call
+
+    async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        tools = list(built.values())
+
+        async def render() -> list[dict[str, Any]]:
+            return [convert_to_openai_tool(t) for t in tools]
+
+        return render

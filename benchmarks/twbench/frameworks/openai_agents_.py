@@ -1,0 +1,70 @@
+"""openai-agents: ``function_tool`` called through ``FunctionTool.on_invoke_tool``."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar
+
+from twbench._tools import RAW_ARGS, fresh, fresh_many
+from twbench.frameworks._base import Dispatch, Framework, Variant
+
+__all__ = ["OpenAIAgents"]
+
+_PATH = "FunctionTool.on_invoke_tool(ToolContext(...), raw JSON) (what the runner calls)"
+
+
+def _invoker(by_name: dict[str, Any], name: str) -> Callable[[str], Awaitable[Any]]:
+    from agents.tool_context import ToolContext
+
+    async def invoke(raw: str) -> Any:
+        tool = by_name[name]
+        ctx = ToolContext(context=None, tool_name=name, tool_call_id="call_1", tool_arguments=raw)
+        return await tool.on_invoke_tool(ctx, raw)
+
+    return invoke
+
+
+class OpenAIAgents(Framework):
+    """``agents.function_tool`` + ``on_invoke_tool``."""
+
+    key: ClassVar[str] = "openai-agents"
+    label: ClassVar[str] = "openai-agents"
+    dists: ClassVar[tuple[str, ...]] = ("openai-agents", "openai")
+    modules: ClassVar[tuple[str, ...]] = ("agents",)
+    sync_note: ClassVar[str] = "worker thread: asyncio.to_thread"
+    build_path: ClassVar[str] = "agents.function_tool(fn) per function + dict by name"
+    definitions_path: ClassVar[str] = (
+        "agents.models.chatcmpl_converter.Converter.tool_to_openai(t) per tool "
+        "(what the Chat Completions model does each request)"
+    )
+
+    async def dispatch(self, variant: Variant, fillers: int = 0) -> Dispatch:
+        from agents import function_tool
+
+        kind = "sync" if variant.kind == "sync" else variant.kind
+        fns = [*fresh_many("async", fillers, "filler"), fresh(kind, "join")]  # type: ignore[arg-type]
+        by_name = {t.name: t for t in (function_tool(fn) for fn in fns)}
+        return Dispatch(_invoker(by_name, "join"), str, _PATH)
+
+    def build(self, fns: Sequence[Callable[..., Any]]) -> Any:
+        from agents import function_tool
+
+        return {t.name: t for t in (function_tool(fn) for fn in fns)}
+
+    async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
+        invoke = _invoker(built, name)
+
+        async def call() -> str:
+            return str(await invoke(RAW_ARGS))
+
+        return call
+
+    async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
+        from agents.models.chatcmpl_converter import Converter
+
+        tools = list(built.values())
+
+        async def render() -> list[dict[str, Any]]:
+            return [dict(Converter.tool_to_openai(t)) for t in tools]
+
+        return render

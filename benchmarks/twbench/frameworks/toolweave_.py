@@ -1,0 +1,86 @@
+"""toolweave: ``@tool`` functions, a built ``ToolSet``, calls through ``Session.call``."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar
+
+from twbench._tools import RAW_ARGS, Kind, fresh, fresh_many
+from twbench.frameworks import _toolweave_full as full
+from twbench.frameworks._base import Dispatch, Framework, Variant
+
+__all__ = ["Toolweave"]
+
+
+def _text(result: Any) -> str:
+    if result.error is not None:
+        raise AssertionError(f"toolweave call failed: {result.error}")
+    return str(result.text)
+
+
+class Toolweave(Framework):
+    """toolweave's public path: ``ToolSetBuilder`` → ``ToolSet`` → ``Session.call``."""
+
+    key: ClassVar[str] = "toolweave"
+    label: ClassVar[str] = "toolweave"
+    dists: ClassVar[tuple[str, ...]] = ("toolweave", "anyio", "pluggy")
+    modules: ClassVar[tuple[str, ...]] = ("toolweave",)
+    sync_note: ClassVar[str] = (
+        "inline with @tool(blocking=False); worker thread (anyio.to_thread) by default"
+    )
+    build_path: ClassVar[str] = "@tool(fn) per function -> ToolSetBuilder.add -> builder.build()"
+    definitions_path: ClassVar[str] = 'Session.definitions("openai") on a fresh ToolSet'
+
+    def variants(self) -> Sequence[Variant]:
+        return (
+            Variant("async", "async", "async tool"),
+            Variant("sync", "sync", "sync tool, @tool(blocking=False): runs inline"),
+            Variant("sync-thread", "sync", "sync tool, @tool() default: worker thread"),
+        )
+
+    def _tool(self, fn: Callable[..., Any], *, inline: bool) -> Any:
+        from toolweave import tool
+
+        return tool(fn, blocking=not inline)
+
+    async def dispatch(self, variant: Variant, fillers: int = 0) -> Dispatch:
+        from toolweave import ToolSetBuilder
+
+        kind: Kind = "sync" if variant.kind == "sync" else variant.kind  # type: ignore[assignment]
+        builder = ToolSetBuilder()
+        for fn in fresh_many("async", fillers, "filler"):
+            builder.add(self._tool(fn, inline=False))
+        builder.add(self._tool(fresh(kind, "join"), inline=variant.key == "sync"))
+        setup = full.prepare(builder)
+        toolset = setup.build(builder)
+        session = setup.session(toolset)
+        invoke = functools.partial(session.call, "join")
+        dispatch = Dispatch(invoke, _text, "Session.call(name, raw JSON) -> CallResult")
+        dispatch.closers.append(setup.close)
+        return dispatch
+
+    def build(self, fns: Sequence[Callable[..., Any]]) -> Any:
+        from toolweave import ToolSetBuilder, tool
+
+        builder = ToolSetBuilder()
+        for fn in fns:
+            builder.add(tool(fn))
+        return builder.build()
+
+    async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
+        session = built.session()
+
+        async def call() -> str:
+            return _text(await session.call(name, RAW_ARGS))
+
+        return call
+
+    async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
+        session = built.session()
+
+        async def render() -> list[dict[str, Any]]:
+            defs: list[dict[str, Any]] = session.definitions("openai")
+            return defs
+
+        return render

@@ -1,0 +1,555 @@
+"""The build step: a configuration checked against the registry, then frozen.
+
+Order of work (every problem is collected; nothing stops at the first):
+
+1. resolve each configured id (baseline entries, then the remote list) and name it;
+2. merge the layers: baseline > external snapshots > remote list (skips reported);
+3. per entry: resolve the behaviour version, merge and validate params, check renames;
+4. across entries: unique client names, mutual exclusions, dependency expressions;
+5. build the template renderer (kind / id → client name) and render every description;
+6. apply the mode (``read_only``), dropping tools whose dependencies no longer hold;
+7. create the entries, filter reminders by their expressions, return the plan.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from toolweave._expr import ExpressionError, SetView, ToolFacts, arg_fields, compile_expression
+from toolweave._merge import BuildReport, Candidate, SkippedEntry, merge_layers
+from toolweave._versions import DeprecatedVersionWarning, choose_version
+from toolweave.config import ToolConfig, ToolSetConfig, _config_issues
+from toolweave.errors import ConfigError, ConfigIssue
+from toolweave.templates import TemplateRenderer, problem_issue
+from toolweave.tool import READ_ONLY_KINDS, Kind
+from toolweave.toolset import ToolEntry
+
+if TYPE_CHECKING:
+    from toolweave._erasure import ErasedTool
+    from toolweave.registry import ExecutionRegistry
+
+__all__ = ["BuildPlan", "ExternalTools", "RemoteEntries", "plan_build"]
+
+ExternalTools = Mapping[str, "ErasedTool"] | Iterable["ErasedTool"]
+"""External tools offered at build time: handles (named by id) or name → handle."""
+
+RemoteEntries = Iterable[ToolConfig | Mapping[str, Any] | str]
+"""A remote list of configuration entries (lowest priority)."""
+
+
+@dataclass(slots=True)
+class _Planned:
+    """One built-in entry on its way to becoming a ToolEntry."""
+
+    source: str
+    path: str
+    config: ToolConfig
+    fqid: str | None
+    name: str
+    tool: ErasedTool | None = None
+    kind: Kind = Kind.OTHER
+    read_only: bool = False
+    params: BaseModel | None = None
+    to_client: dict[str, str] | None = None
+    description: str = ""
+    timeout: float | None = None
+
+    @property
+    def label(self) -> str:
+        return self.fqid or self.config.id
+
+    def facts(self) -> ToolFacts:
+        assert self.tool is not None
+        return ToolFacts.of(self.tool, kind=self.kind, params=self.params, name=self.name)
+
+
+@dataclass(slots=True)
+class BuildPlan:
+    """The outcome of planning a build.
+
+    Attributes:
+        config: The configuration used.
+        issues: Every problem found; the build fails when there is any.
+        deprecated: Deprecated versions chosen (warnings, not problems).
+        entries: The entries of the set, in listing order (empty when there are issues).
+        reminders: The reminders whose expressions hold.
+        report: What was left out and why.
+    """
+
+    config: ToolSetConfig
+    issues: list[ConfigIssue] = field(default_factory=list)
+    deprecated: list[DeprecatedVersionWarning] = field(default_factory=list)
+    entries: list[ToolEntry] = field(default_factory=list)
+    reminders: list[Any] = field(default_factory=list)
+    report: BuildReport = field(default_factory=BuildReport)
+
+
+_ENTRY_PATH = re.compile(r"(tools|remote)\[(\d+)\]")
+
+
+def _position(issue: ConfigIssue) -> tuple[int, int]:
+    """Sort key putting issues in configuration order (baseline, remote, the rest)."""
+    m = _ENTRY_PATH.match(issue.path)
+    if m is None:
+        return (2, 0)
+    return (0 if m.group(1) == "tools" else 1, int(m.group(2)))
+
+
+def _refers_to(ref: str, fqid: str) -> bool:
+    return ref == fqid if ":" in ref else ref == fqid.split(":", 1)[1]
+
+
+class _Planner:
+    def __init__(
+        self,
+        registry: ExecutionRegistry,
+        config: ToolSetConfig,
+        reminders: Iterable[Any],
+    ) -> None:
+        self.registry = registry
+        self.config = config
+        self.implicit = config.tools is None
+        self.reminders = list(reminders)
+        self.plan = BuildPlan(config)
+        self.skipped: list[SkippedEntry] = []
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def issue(
+        self,
+        tool_id: str,
+        message: str,
+        tag: str,
+        path: str = "",
+        expected: Any = None,
+        actual: Any = None,
+    ) -> None:
+        self.plan.issues.append(ConfigIssue(tool_id, message, path, expected, actual, tag))
+
+    def skip(self, p: _Planned, reason: str, message: str) -> None:
+        self.skipped.append(SkippedEntry(p.source, p.name, p.fqid or "", reason, message))
+
+    def default_name(self, fqid: str) -> str:
+        namespace, _, bare = fqid.rpartition(":")
+        if not namespace or len(self.registry.resolve(bare)) == 1:
+            return bare
+        return f"{namespace}__{bare}"
+
+    # -- 1. resolve ids ---------------------------------------------------------------------
+
+    def resolve(self, cfg: ToolConfig, path: str, source: str) -> _Planned:
+        matches = self.registry.resolve(cfg.id)
+        fqid: str | None = None
+        if len(matches) == 1:
+            fqid = matches[0]
+        elif not matches:
+            known = list(self.registry) + [fq.split(":", 1)[1] for fq in self.registry]
+            close = difflib.get_close_matches(cfg.id, known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            self.issue(
+                cfg.id,
+                f"no tool {cfg.id!r} is registered{hint}",
+                "unknown_tool",
+                f"{path}.id",
+                actual=cfg.id,
+            )
+        else:
+            self.issue(
+                cfg.id,
+                f"{cfg.id!r} exists in several namespaces; write one of {', '.join(matches)}",
+                "ambiguous_id",
+                f"{path}.id",
+                expected=matches,
+                actual=cfg.id,
+            )
+        name = cfg.name or (self.default_name(fqid) if fqid else cfg.id.replace(":", "__"))
+        return _Planned(source, path, cfg, fqid, name)
+
+    def remote_entries(self, remote: RemoteEntries) -> list[Candidate[_Planned]]:
+        out: list[Candidate[_Planned]] = []
+        for i, raw in enumerate(remote):
+            path = f"remote[{i}]"
+            try:
+                if isinstance(raw, ToolConfig):
+                    cfg = raw
+                elif isinstance(raw, str):
+                    cfg = ToolConfig(id=raw)
+                else:
+                    cfg = ToolConfig.model_validate(raw)
+            except ValidationError as exc:
+                self.plan.issues.extend(_config_issues(exc, path))
+                continue
+            p = self.resolve(cfg, path, "remote")
+            out.append(Candidate("remote", p.name, p.fqid, p))
+        return out
+
+    def external_entries(self, external: ExternalTools) -> list[Candidate[ErasedTool]]:
+        prefix = self.config.external_prefix
+        if isinstance(external, Mapping):
+            pairs = list(external.items())
+        else:
+            pairs = [(tool.id, tool) for tool in external]
+        return [Candidate("external", prefix + name, tool.fqid, tool) for name, tool in pairs]
+
+    # -- 3. per entry -----------------------------------------------------------------------
+
+    def choose(self, p: _Planned) -> None:
+        assert p.fqid is not None
+        cfg = p.config
+        choice = choose_version(p.fqid, self.registry.versions(p.fqid), cfg.version)
+        if choice.tool is None:
+            if self.implicit:
+                self.skip(p, "removed", choice.problem)
+                return
+            self.issue(
+                p.fqid,
+                choice.problem,
+                "unknown_version",
+                f"{p.path}.version" if cfg.version is not None else p.path,
+                expected=list(choice.available),
+                actual=cfg.version,
+            )
+            return
+        tool = choice.tool
+        if choice.deprecated:
+            self.plan.deprecated.append(
+                DeprecatedVersionWarning(p.fqid, tool.version, tool.replacement)
+            )
+        p.tool = tool
+        if cfg.kind is None or cfg.kind == tool.kind:
+            p.kind, p.read_only = tool.kind, tool.read_only
+        else:
+            declared = tool.capabilities.read_only
+            p.kind = cfg.kind
+            p.read_only = cfg.kind in READ_ONLY_KINDS if declared is None else declared
+        p.timeout = cfg.timeout or tool.capabilities.timeout or self.config.timeout
+        self.params(p, tool)
+        self.renames(p, tool)
+
+    def params(self, p: _Planned, tool: ErasedTool) -> None:
+        given = p.config.params
+        model = tool.params_type
+        where = f"{p.path}.params"
+        if model is None:
+            if given:
+                self.issue(
+                    tool.fqid,
+                    f"{tool.fqid} takes no params",
+                    "invalid_params",
+                    where,
+                    actual=given,
+                )
+            return
+        known: dict[str, str] = {}
+        for fname, finfo in model.model_fields.items():
+            known[fname] = fname
+            if finfo.alias:
+                known[finfo.alias] = fname
+        unknown = [k for k in given if k not in known]
+        for key in unknown:
+            close = difflib.get_close_matches(key, list(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            self.issue(
+                tool.fqid,
+                f"{tool.fqid} has no param {key!r}{hint}",
+                "invalid_params",
+                f"{where}.{key}",
+                expected=sorted(known),
+                actual=key,
+            )
+        data = {k: v for k, v in given.items() if k in known}
+        try:
+            p.params = model.model_validate(data)
+        except ValidationError as exc:
+            for err in exc.errors(include_url=False):
+                loc = ".".join(str(part) for part in err.get("loc", ()))
+                missing = err.get("type") == "missing"
+                self.issue(
+                    tool.fqid,
+                    f"{tool.fqid} param {loc or '(params)'}: {err.get('msg', 'invalid')}",
+                    "invalid_params",
+                    f"{where}.{loc}" if loc else where,
+                    actual=None if missing else err.get("input"),
+                )
+
+    def renames(self, p: _Planned, tool: ErasedTool) -> None:
+        rename = p.config.rename
+        if not rename:
+            return
+        fields = arg_fields(tool)
+        ok = True
+        for canonical in rename:
+            if canonical not in fields:
+                ok = False
+                self.issue(
+                    tool.fqid,
+                    f"{tool.fqid} has no parameter {canonical!r} to rename",
+                    "invalid_rename",
+                    f"{p.path}.rename.{canonical}",
+                    expected=sorted(fields),
+                    actual=canonical,
+                )
+        final: dict[str, list[str]] = {}
+        for f in sorted(fields):
+            final.setdefault(rename.get(f, f), []).append(f)
+        for client, sources in final.items():
+            if len(sources) > 1:
+                ok = False
+                renamed = [s for s in sources if s in rename] or sources
+                self.issue(
+                    tool.fqid,
+                    f"renaming makes {' and '.join(map(repr, sources))} both {client!r}",
+                    "invalid_rename",
+                    f"{p.path}.rename.{renamed[0]}",
+                    actual=client,
+                )
+        if ok:
+            p.to_client = {k: v for k, v in rename.items() if k != v} or None
+
+    # -- 4. across entries ------------------------------------------------------------------
+
+    def unique_names(self, planned: list[_Planned]) -> None:
+        seen: dict[str, _Planned] = {}
+        for p in planned:
+            first = seen.setdefault(p.name, p)
+            if first is not p:
+                self.issue(
+                    p.label,
+                    f"client name {p.name!r} is already used by {first.label} at {first.path}",
+                    "duplicate_name",
+                    f"{p.path}.name",
+                    actual=p.name,
+                )
+
+    def exclusions(self, planned: list[_Planned]) -> list[_Planned]:
+        kept: list[_Planned] = []
+        for p in planned:
+            assert p.tool is not None
+            clash: tuple[_Planned, str] | None = None
+            for q in kept:
+                assert q.tool is not None
+                if q.fqid == p.fqid:
+                    continue
+                if any(_refers_to(ref, q.tool.fqid) for ref in p.tool.conflicts):
+                    clash = (q, p.tool.fqid)
+                elif any(_refers_to(ref, p.tool.fqid) for ref in q.tool.conflicts):
+                    clash = (q, q.tool.fqid)
+                if clash is not None:
+                    break
+            if clash is None:
+                kept.append(p)
+                continue
+            other, declared_by = clash
+            message = (
+                f"{p.label} and {other.label} cannot be configured together "
+                f"(declared by {declared_by})"
+            )
+            if self.implicit:
+                self.skip(p, "conflict", message)
+                continue
+            kept.append(p)
+            self.issue(p.label, message, "conflict", p.path, actual=other.label)
+        return kept
+
+    def requirement(self, tool_id: str, text: str, path: str) -> Any:
+        """The compiled expression, or ``None`` after reporting it as malformed."""
+        try:
+            return compile_expression(text)
+        except ExpressionError as exc:
+            self.issue(
+                tool_id,
+                f"malformed requirement: {exc}",
+                "dependency",
+                path,
+                actual=text,
+            )
+            return None
+
+    def dependencies(
+        self,
+        planned: list[_Planned],
+        external: list[Candidate[ErasedTool]],
+        *,
+        report_as: str | None,
+    ) -> list[_Planned]:
+        """Check ``requires`` of every entry; return the entries kept.
+
+        With ``report_as`` (a skip reason), entries whose requirement fails are dropped
+        and reported, repeatedly until the rest holds; otherwise each failure is an issue.
+        """
+        ext_facts = tuple(ToolFacts.of(c.item, name=c.name) for c in external)
+        current = list(planned)
+        while True:
+            view = SetView(tuple(p.facts() for p in current) + ext_facts)
+            failed: list[tuple[_Planned, str]] = []
+            for p in current:
+                assert p.tool is not None
+                text = p.tool.requires
+                if not text:
+                    continue
+                try:
+                    expr = compile_expression(text)
+                except ExpressionError:
+                    continue  # reported as malformed already
+                if not expr.evaluate(view):
+                    failed.append((p, text))
+            if not failed:
+                return current
+            for p, text in failed:
+                message = f"{p.label} requires `{text}`, which the configured set does not meet"
+                if report_as is None:
+                    self.issue(p.label, message, "dependency", p.path, expected=text)
+                else:
+                    self.skip(p, report_as, message)
+            if report_as is None:
+                return current
+            dropped = {id(p) for p, _ in failed}
+            current = [p for p in current if id(p) not in dropped]
+
+    # -- 5. templates -----------------------------------------------------------------------
+
+    def render(self, planned: list[_Planned]) -> TemplateRenderer:
+        renderer = TemplateRenderer.from_tools(
+            (p.tool.fqid, p.kind.value, p.name) for p in planned if p.tool is not None
+        )
+        for p in planned:
+            assert p.tool is not None
+            override = p.config.description
+            text = override if override is not None else p.tool.description
+            rendered, problems = renderer.render(text)
+            p.description = rendered
+            path = f"{p.path}.description" if override is not None else p.path
+            for problem in problems:
+                issue = problem_issue(problem, p.label, path)
+                self.plan.issues.append(
+                    ConfigIssue(
+                        issue.tool_id,
+                        f"in the description of {p.name}: {issue.message}",
+                        issue.path,
+                        issue.expected,
+                        issue.actual,
+                        issue.tag,
+                    )
+                )
+        return renderer
+
+    # -- the whole ----------------------------------------------------------------------------
+
+    def run(self, external: ExternalTools, remote: RemoteEntries) -> BuildPlan:
+        cfg = self.config
+        if self.implicit:
+            baseline_cfgs = [ToolConfig(id=fqid) for fqid in self.registry]
+        else:
+            assert cfg.tools is not None
+            baseline_cfgs = list(cfg.tools)
+        baseline = [self.resolve(c, f"tools[{i}]", "baseline") for i, c in enumerate(baseline_cfgs)]
+        merged = merge_layers(
+            [Candidate("baseline", p.name, p.fqid, p) for p in baseline],
+            self.external_entries(external),
+            self.remote_entries(remote),
+        )
+        self.skipped.extend(merged.skipped)
+        planned = [c.item for c in merged.builtin]
+        for p in planned:
+            if p.fqid is not None:
+                self.choose(p)
+        self.unique_names(planned)
+        usable = self.exclusions([p for p in planned if p.tool is not None])
+        for p in usable:
+            assert p.tool is not None
+            if p.tool.requires:
+                self.requirement(p.label, p.tool.requires, p.path)
+        reminder_exprs: list[tuple[Any, Any]] = []
+        for r in self.reminders:
+            text = getattr(r, "requires", None)
+            rid = str(getattr(r, "id", None) or getattr(r, "name", None) or r)
+            expr = self.requirement(rid, text, f"reminders.{rid}") if text else None
+            reminder_exprs.append((r, expr))
+        usable = self.dependencies(
+            usable, merged.external, report_as="dependency" if self.implicit else None
+        )
+        self.render(usable)
+        if self.plan.issues:
+            return self.finish([], [])
+        externals = merged.external
+        if cfg.mode == "read_only":
+            kept: list[_Planned] = []
+            for p in usable:
+                if p.read_only:
+                    kept.append(p)
+                else:
+                    self.skip(p, "mode", f"{p.label} is not read-only")
+            ext_kept: list[Candidate[ErasedTool]] = []
+            for c in externals:
+                if c.item.read_only:
+                    ext_kept.append(c)
+                else:
+                    self.skipped.append(
+                        SkippedEntry(
+                            "external", c.name, c.item.fqid, "mode", f"{c.name} is not read-only"
+                        )
+                    )
+            externals = ext_kept
+            usable = self.dependencies(kept, externals, report_as="dependency")
+        entries = [
+            ToolEntry(
+                p.name,
+                p.tool,
+                description=p.description,
+                to_client=p.to_client,
+                params=p.params,
+                timeout=p.timeout,
+                kind=p.kind,
+            )
+            for p in usable
+            if p.tool is not None
+        ]
+        for c in sorted(externals, key=lambda c: c.name):
+            timeout = c.item.capabilities.timeout or cfg.external_timeout
+            entries.append(ToolEntry(c.name, c.item, timeout=timeout))
+        kept_reminders: list[Any] = []
+        if cfg.reminders:
+            view = SetView.from_entries(entries)
+            kept_reminders = [r for r, e in reminder_exprs if e is None or e.evaluate(view)]
+        return self.finish(entries, kept_reminders)
+
+    def finish(self, entries: list[ToolEntry], reminders: list[Any]) -> BuildPlan:
+        self.plan.issues.sort(key=_position)
+        self.plan.entries = entries
+        self.plan.reminders = reminders
+        self.plan.report = BuildReport(tuple(self.skipped))
+        return self.plan
+
+
+def plan_build(
+    registry: ExecutionRegistry,
+    config: ToolSetConfig | Mapping[str, Any] | None,
+    *,
+    external: ExternalTools = (),
+    remote: RemoteEntries = (),
+    reminders: Iterable[Any] = (),
+) -> BuildPlan:
+    """Check ``config`` against ``registry`` and work out the set's entries.
+
+    Raises:
+        ConfigError: ``config`` is a mapping that does not describe a configuration.
+    """
+    if config is None:
+        cfg = ToolSetConfig()
+    elif isinstance(config, ToolSetConfig):
+        cfg = config
+    else:
+        cfg = ToolSetConfig.from_dict(config)
+    return _Planner(registry, cfg, reminders).run(external, remote)
+
+
+def raise_for(plan: BuildPlan) -> None:
+    """Raise the plan's problems as one :class:`~toolweave.ConfigError`, if any."""
+    if plan.issues:
+        raise ConfigError(plan.issues)

@@ -1,0 +1,145 @@
+"""``toolweave call NAME JSON``: run one tool on the current directory and print its text."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import anyio
+import typer
+
+from toolweave.cli._common import (
+    ConfigOpt,
+    ExcludeOpt,
+    JsonOpt,
+    PacksOpt,
+    build_toolset,
+    err,
+    guarded,
+    load_packs,
+    print_json,
+)
+
+if TYPE_CHECKING:
+    from toolweave.session import Session
+    from toolweave.stream import CallResult, Progress
+
+__all__ = ["register", "show_progress"]
+
+CALL_ID = "cli-call"
+EXIT_CANCELLED = 130
+"""Exit code of a call cancelled with Ctrl-C (128 + SIGINT, as shells do)."""
+
+
+def show_progress(item: Progress) -> None:
+    """Print one progress item on standard error (no markup is interpreted)."""
+    from rich.text import Text
+
+    prefix = ""
+    if item.progress is not None:
+        total = f"/{item.total:g}" if item.total is not None else ""
+        prefix = f"[{item.progress:g}{total}] "
+    err.print(Text(prefix + item.message.rstrip("\n"), style="dim"))
+
+
+async def _watch_interrupts(session: Session, call_id: str) -> None:
+    """First Ctrl-C cancels the call cleanly; a second one stops the process at once."""
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        count = 0
+        async for _ in signals:
+            count += 1
+            if count > 1:
+                raise KeyboardInterrupt
+            err.print("[yellow]cancelling… (Ctrl-C again to stop at once)[/]")
+            session.cancel(call_id)
+
+
+async def run_call(session: Session, name: str, arguments: object, quiet: bool) -> CallResult:
+    """Run one call in streaming mode, showing progress and honouring Ctrl-C."""
+    from toolweave.stream import CallResult
+
+    result: CallResult | None = None
+    async with anyio.create_task_group() as tg:
+        if sys.platform != "win32":
+            tg.start_soon(_watch_interrupts, session, CALL_ID)
+        spinner = err.status(f"[dim]{name} running…[/]") if err.is_terminal and not quiet else None
+        with spinner or contextlib.nullcontext():
+            async for item in session.stream(name, arguments, CALL_ID):
+                if isinstance(item, CallResult):
+                    result = item
+                elif not quiet:
+                    show_progress(item)
+        tg.cancel_scope.cancel()
+    assert result is not None
+    return result
+
+
+@guarded
+def call(
+    name: Annotated[str, typer.Argument(help="The tool's client-visible name.")],
+    arguments: Annotated[
+        str,
+        typer.Argument(help="The arguments as a JSON object; '-' reads them from standard input."),
+    ] = "{}",
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Workspace root (default: the current directory).",
+            file_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", "-t", help="Seconds the call may run.", show_default=False),
+    ] = None,
+    config: ConfigOpt = None,
+    packs: PacksOpt = None,
+    exclude: ExcludeOpt = None,
+    json_: JsonOpt = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not show progress.")] = False,
+) -> None:
+    """Run one tool on the current directory and print what the model would read.
+
+    Streaming tools show their progress as it happens; Ctrl-C cancels the call cleanly
+    (exit 130). A failed call prints its error kind and exits with 1.
+
+    [bold]Examples[/bold]
+
+      toolweave call read_file '{"path": "README.md", "limit": 20}'
+
+      toolweave call bash '{"command": "pytest -q"}'
+
+      echo '{"pattern": "TODO"}' | toolweave call grep -
+
+      toolweave call list_dir --json
+    """
+    text = sys.stdin.read() if arguments == "-" else arguments
+    toolset = build_toolset(load_packs(packs, exclude), config)
+    options: dict[str, object] = {"workspace": workspace or Path.cwd()}
+    if timeout is not None:
+        options["default_timeout"] = timeout
+    session = toolset.session(**options)  # type: ignore[arg-type]
+    result = anyio.run(run_call, session, name, text, quiet or json_)
+    if json_:
+        print_json(result.to_dict())
+    elif result.error is None:
+        sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+        sys.stdout.flush()
+    if result.error is not None:
+        from rich.text import Text
+
+        kind = result.error.kind.value
+        if not json_:
+            err.print(Text.assemble(("error: ", "bold red"), f"{kind}: {result.error.message}"))
+        raise typer.Exit(EXIT_CANCELLED if kind == "cancelled" else 1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``call`` to ``app``."""
+    app.command("call")(call)

@@ -1,0 +1,89 @@
+"""``toolweave check CONFIG``: every problem of a configuration, one per line."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from toolweave.cli._common import (
+    ExcludeOpt,
+    JsonOpt,
+    PacksOpt,
+    err,
+    guarded,
+    load_packs,
+    out,
+    print_json,
+)
+
+__all__ = ["register"]
+
+
+@guarded
+def check(
+    config: Annotated[
+        Path, typer.Argument(help="The configuration file (.toml or .json).", dir_okay=False)
+    ],
+    packs: PacksOpt = None,
+    exclude: ExcludeOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Check a tool-set configuration against the installed packs.
+
+    Prints every problem, one per line, and exits with 1 when there is any; warnings
+    (such as a deprecated version) are printed but do not fail the check.
+
+    [bold]Examples[/bold]
+
+      toolweave check toolweave.toml
+
+      toolweave check agent.json --packs fs,shell --json
+    """
+    from rich.text import Text
+
+    from toolweave.config import check as check_config
+
+    manager = load_packs(packs, exclude)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        issues = check_config(config, manager)
+    notes = [str(w.message) for w in caught]
+    if json_:
+        print_json(
+            {
+                "ok": not issues,
+                "problems": [
+                    {
+                        "tool": i.tool_id,
+                        "message": i.message,
+                        "path": i.path,
+                        "tag": i.tag,
+                        "expected": i.expected,
+                        "actual": i.actual,
+                        "text": str(i),
+                    }
+                    for i in issues
+                ],
+                "warnings": notes,
+            }
+        )
+    else:
+        for note in notes:
+            err.print(Text.assemble(("warning: ", "yellow"), note))
+        for issue in issues:
+            out.print(Text(str(issue)))
+        if not issues:
+            out.print(Text.assemble(("ok", "green"), f": {config} builds"))
+    if issues:
+        count = len(issues)
+        if not json_:
+            err.print(f"[bold red]{count} problem{'s' * (count != 1)}[/]")
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``check`` to ``app``."""
+    app.command("check")(check)

@@ -1,0 +1,206 @@
+"""What every command shares: options, consoles, error lines, loading packs and configs."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from toolweave.config import ToolSetConfig
+    from toolweave.plugins import PackManager
+    from toolweave.toolset import ToolSet
+
+__all__ = [
+    "ConfigOpt",
+    "ExcludeOpt",
+    "JsonOpt",
+    "PacksOpt",
+    "CliError",
+    "build_toolset",
+    "err",
+    "guarded",
+    "load_config",
+    "load_packs",
+    "out",
+    "print_json",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+out = Console(highlight=False, soft_wrap=True)
+"""Standard output: results, listings, JSON."""
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+"""Standard error: progress, errors and hints."""
+
+DEBUG_ENV = "TOOLWEAVE_DEBUG"
+"""Set to ``1`` to see tracebacks instead of one-line errors."""
+
+PacksOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--packs",
+        "-p",
+        help="Load only these packs (comma-separated or repeated; default: every installed pack).",
+        show_default=False,
+    ),
+]
+ExcludeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--exclude",
+        "-x",
+        help="Never load these packs (comma-separated or repeated).",
+        show_default=False,
+    ),
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help="A tool-set configuration (.toml or .json) to build the set from.",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")
+]
+
+
+class CliError(Exception):
+    """A failure to report as one line (plus a hint) and an exit code."""
+
+    def __init__(self, message: str, hint: str = "", code: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.code = code
+
+
+def fail(message: str, hint: str = "", code: int = 1) -> NoReturn:
+    """Stop the command with one error line, an optional hint and an exit code."""
+    raise CliError(message, hint, code)
+
+
+def _report(exc: CliError) -> NoReturn:
+    err.print(f"[bold red]error:[/] {_escape(exc.message)}")
+    if exc.hint:
+        err.print(f"[dim]hint:[/] {_escape(exc.hint)}")
+    raise typer.Exit(exc.code)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _translate(exc: BaseException) -> CliError:
+    """The one-line form of an exception raised below a command."""
+    from toolweave.errors import ConfigError, PackLoadError, UsageError
+
+    if isinstance(exc, CliError):
+        return exc
+    if isinstance(exc, ConfigError):
+        lines = "\n".join(str(issue) for issue in exc.issues)
+        return CliError(
+            lines or "the configuration has problems",
+            "fix these, then check again with `toolweave check FILE`",
+        )
+    if isinstance(exc, PackLoadError):
+        return CliError(str(exc), "leave the pack out with --exclude NAME, or reinstall it")
+    if isinstance(exc, UsageError):
+        return CliError(str(exc), "", 2)
+    if isinstance(exc, ModuleNotFoundError) and "pip install" in str(exc):
+        return CliError(str(exc), "install the optional extra named above")
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        return CliError(f"{exc.strerror or exc}{where}", "check the path and its permissions")
+    return CliError(
+        f"unexpected {type(exc).__name__}: {exc}",
+        f"this is a bug in toolweave or a pack; rerun with {DEBUG_ENV}=1 for the traceback",
+    )
+
+
+def guarded(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn every exception of a command into one error line, a hint and an exit code.
+
+    With ``TOOLWEAVE_DEBUG=1`` unexpected exceptions propagate with their traceback.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except CliError as exc:
+            _report(exc)
+        except Exception as exc:
+            translated = _translate(exc)
+            if os.environ.get(DEBUG_ENV) == "1" and translated.hint.startswith("this is a bug"):
+                raise
+            _report(translated)
+
+    return wrapper
+
+
+def names(values: Iterable[str] | None) -> list[str] | None:
+    """Pack names from repeated and comma-separated option values (``None``: not given)."""
+    if values is None:
+        return None
+    found = [part.strip() for value in values for part in value.split(",")]
+    return [n for n in found if n]
+
+
+def load_packs(packs: Iterable[str] | None, exclude: Iterable[str] | None) -> PackManager:
+    """Discover the installed packs and load the selected ones (broken ones are reported).
+
+    Raises:
+        CliError: A pack named in ``--packs`` is not installed.
+    """
+    from toolweave.plugins import PackManager
+
+    include = names(packs)
+    manager = PackManager()
+    manager.discover(include=include, exclude=names(exclude))
+    unknown = [n for n in include or () if n not in manager.packs]
+    if unknown:
+        installed = ", ".join(sorted(manager.packs)) or "none"
+        fail(
+            f"pack{'s' if len(unknown) > 1 else ''} not installed: {', '.join(unknown)}",
+            f"installed packs: {installed}; install one with `pip install toolweave-<name>`",
+            2,
+        )
+    return manager
+
+
+def load_config(path: Path) -> ToolSetConfig:
+    """Read a configuration file (problems raise ``ConfigError``)."""
+    from toolweave.config import ToolSetConfig
+
+    return ToolSetConfig.load(path)
+
+
+def build_toolset(manager: PackManager, config: Path | None) -> ToolSet:
+    """The tool set of the loaded packs, built from ``config`` when given."""
+    builder = manager.builder()
+    for info in manager.failed:
+        err.print(f"[yellow]warning:[/] {_escape(str(info.error))}")
+    return builder.build(load_config(config) if config is not None else None)
+
+
+def print_json(data: Any) -> None:
+    """Write ``data`` as indented JSON on standard output (no colours, no wrapping)."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()

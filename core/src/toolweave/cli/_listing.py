@@ -1,0 +1,249 @@
+"""``toolweave packs``, ``tools`` and ``describe``: what is installed and what the model sees."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from toolweave.cli._common import (
+    ConfigOpt,
+    ExcludeOpt,
+    JsonOpt,
+    PacksOpt,
+    build_toolset,
+    fail,
+    guarded,
+    load_packs,
+    out,
+    print_json,
+)
+
+if TYPE_CHECKING:
+    from toolweave.toolset import ToolEntry, ToolSet
+
+__all__ = ["register"]
+
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="neutral, openai, openai-strict, openai-responses, openai-responses-strict, "
+        "anthropic, gemini or mcp.",
+    ),
+]
+
+
+@guarded
+def packs(
+    packs: PacksOpt = None,
+    exclude: ExcludeOpt = None,
+    json_: JsonOpt = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit with 1 when a pack failed to load.")
+    ] = False,
+) -> None:
+    """List the installed packs: loaded, failed (with the error) or not selected.
+
+    [bold]Examples[/bold]
+
+      toolweave packs
+
+      toolweave packs --packs fs,shell --json
+
+      toolweave packs --strict          # exit 1 when a pack is broken (for CI)
+    """
+    from rich.table import Table
+
+    manager = load_packs(packs, exclude)
+    manager.builder()  # runs register_tools, so failures inside hooks show too
+    infos = list(manager.packs.values())
+    if json_:
+        print_json([info.to_dict() for info in infos])
+    elif not infos:
+        out.print("No packs installed. Try: pip install toolweave-fs")
+    else:
+        table = Table(box=None, pad_edge=False)
+        for column in ("pack", "status", "distribution", "tools"):
+            table.add_column(column)
+        styles = {"loaded": "green", "failed": "bold red", "not selected": "dim"}
+        for info in infos:
+            dist = f"{info.dist} {info.version}" if info.dist else "(host)"
+            tools = ", ".join(t.split(":", 1)[1] for t in info.tools)
+            if info.error is not None:
+                tools = f"[red]{_esc(str(info.error))}[/]"
+            table.add_row(
+                info.name, f"[{styles[info.status]}]{info.status}[/]", dist, tools or "-"
+            )
+        out.print(table)
+    if strict and manager.failed:
+        raise typer.Exit(1)
+
+
+def _esc(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+@guarded
+def tools(
+    format: FormatOpt = "neutral",
+    config: ConfigOpt = None,
+    packs: PacksOpt = None,
+    exclude: ExcludeOpt = None,
+    table: Annotated[
+        bool, typer.Option("--table", help="Print a table for people instead of JSON.")
+    ] = False,
+) -> None:
+    """Print the tool definitions the model would get, as JSON in a provider's format.
+
+    [bold]Examples[/bold]
+
+      toolweave tools                                  # neutral definitions
+
+      toolweave tools --format anthropic --packs fs
+
+      toolweave tools --format openai-strict --config toolweave.toml
+
+      toolweave tools --table
+    """
+    toolset = build_toolset(load_packs(packs, exclude), config)
+    definitions = toolset.definitions(format)
+    if not table:
+        print_json(definitions)
+        return
+    _table(toolset)
+
+
+def _table(toolset: ToolSet) -> None:
+    from rich.table import Table
+
+    grid = Table(box=None, pad_edge=False)
+    for column in ("name", "kind", "tool", "from", "description"):
+        grid.add_column(column, overflow="fold")
+    for entry in toolset:
+        first = entry.description.strip().split(". ")[0].rstrip(".")
+        grid.add_row(
+            entry.name + (" [dim](read-only)[/]" if entry.read_only else ""),
+            entry.kind.value,
+            entry.tool.fqid,
+            _esc(entry.tool.origin),
+            _esc(first[:80]),
+        )
+    out.print(grid if len(toolset) else "No tools. Install a pack: pip install toolweave-fs")
+
+
+def _arguments(entry: ToolEntry) -> list[dict[str, Any]]:
+    schema = entry.input_schema
+    required = set(schema.get("required") or ())
+    rows: list[dict[str, Any]] = []
+    for name, sub in (schema.get("properties") or {}).items():
+        rows.append(
+            {
+                "name": name,
+                "type": _type_of(sub),
+                "required": name in required,
+                "default": sub.get("default") if isinstance(sub, dict) else None,
+                "description": (sub.get("description") or "") if isinstance(sub, dict) else "",
+            }
+        )
+    return rows
+
+
+def _type_of(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    if "enum" in schema:
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return " | ".join(_type_of(v) for v in schema[key])
+    typ = schema.get("type", "any")
+    if typ == "array":
+        return f"list[{_type_of(schema.get('items', {}))}]"
+    return " | ".join(typ) if isinstance(typ, list) else str(typ)
+
+
+@guarded
+def describe(
+    name: Annotated[str, typer.Argument(help="The tool's client-visible name.")],
+    config: ConfigOpt = None,
+    packs: PacksOpt = None,
+    exclude: ExcludeOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Show one tool: where it comes from, what it does, its arguments and params.
+
+    [bold]Examples[/bold]
+
+      toolweave describe read_file
+
+      toolweave describe bash --json
+    """
+    toolset = build_toolset(load_packs(packs, exclude), config)
+    entry = toolset.get(name)
+    if entry is None:
+        fail(
+            f"no tool named {name!r}",
+            f"available: {', '.join(toolset.names) or 'none'} (see `toolweave tools --table`)",
+        )
+    tool = entry.tool
+    params = entry.params.model_dump(mode="json") if entry.params is not None else None
+    info = {
+        "name": entry.name,
+        "fqid": tool.fqid,
+        "origin": tool.origin,
+        "kind": entry.kind.value,
+        "read_only": entry.read_only,
+        "streaming": tool.streaming,
+        "version": tool.version,
+        "timeout": entry.timeout,
+        "description": entry.description,
+        "arguments": _arguments(entry),
+        "params": params,
+        "input_schema": entry.input_schema,
+    }
+    if json_:
+        print_json(info)
+        return
+    from rich.markdown import Markdown
+    from rich.table import Table
+
+    flags = ["read-only" if entry.read_only else "changes things"]
+    if tool.streaming:
+        flags.append("streams progress")
+    out.print(f"[bold]{entry.name}[/]  [dim]{tool.fqid} v{tool.version} · {_esc(tool.origin)}[/]")
+    out.print(f"kind {entry.kind.value} · {' · '.join(flags)}")
+    out.print()
+    out.print(Markdown(entry.description))
+    out.print()
+    grid = Table(title="arguments", title_justify="left", box=None, pad_edge=False)
+    for column in ("name", "type", "required", "default", "description"):
+        grid.add_column(column, overflow="fold")
+    for row in info["arguments"]:
+        default = "" if row["required"] else json.dumps(row["default"])
+        grid.add_row(
+            row["name"],
+            _esc(row["type"]),
+            "yes" if row["required"] else "",
+            _esc(default),
+            _esc(row["description"]),
+        )
+    out.print(grid)
+    if params is not None:
+        out.print()
+        out.print("[bold]params[/] " + _esc(json.dumps(params)))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``packs``, ``tools`` and ``describe`` to ``app``."""
+    app.command("packs")(packs)
+    app.command("tools")(tools)
+    app.command("describe")(describe)

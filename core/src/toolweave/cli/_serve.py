@@ -1,0 +1,79 @@
+"""``toolweave serve``: the installed packs' tools as an MCP server (stdio or HTTP)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from toolweave.cli._common import (
+    ConfigOpt,
+    ExcludeOpt,
+    PacksOpt,
+    build_toolset,
+    err,
+    guarded,
+    load_packs,
+)
+
+__all__ = ["register"]
+
+
+@guarded
+def serve(
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+            show_default=False,
+        ),
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Workspace root (default: the current directory).",
+            file_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="Server name shown to clients.")] = "toolweave",
+    config: ConfigOpt = None,
+    packs: PacksOpt = None,
+    exclude: ExcludeOpt = None,
+) -> None:
+    """Serve the tools over MCP until stopped (stdio by default).
+
+    Over stdio nothing but the protocol is written to standard output; messages go to
+    standard error. Stop it by closing its input (stdio) or with Ctrl-C (HTTP).
+
+    [bold]Examples[/bold]
+
+      toolweave serve --packs fs,search              # for an MCP client that spawns it
+
+      toolweave serve --http 127.0.0.1:8765 --config toolweave.toml
+    """
+    from toolweave.mcp import parse_http_address, serve as serve_mcp
+
+    if http is not None:
+        parse_http_address(http)  # a bad address fails before anything starts
+    toolset = build_toolset(load_packs(packs, exclude), config)
+    session = toolset.session(workspace=workspace or Path.cwd())
+
+    def ready(url: str) -> None:
+        err.print(f"serving {len(toolset)} tools over MCP at [bold]{url}[/] (Ctrl-C stops)")
+
+    if http is None:
+        err.print(f"serving {len(toolset)} tools over MCP on stdio")
+        serve_mcp(session, name=name)
+    else:
+        serve_mcp(session, http=http, on_ready=ready, name=name)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to ``app``."""
+    app.command("serve")(serve)

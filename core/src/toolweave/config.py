@@ -1,0 +1,273 @@
+"""The client configuration of a tool set: which tools, how configured, how named.
+
+A configuration is data (a dict, a JSON file or a TOML file)::
+
+    mode = "read_only"
+    external_prefix = "mcp__"
+
+    [[tools]]
+    id = "read_file"
+    name = "Read"
+    rename = { path = "file_path" }
+
+    [[tools]]
+    id = "shell:bash"
+    params = { max_timeout_ms = 60000 }
+
+:meth:`ToolSetBuilder.build(config) <toolweave.ToolSetBuilder.build>` checks it
+against the registered tools and raises one :class:`~toolweave.ConfigError` listing
+every problem; :func:`check` returns the problems instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from toolweave.errors import ConfigError, ConfigIssue
+from toolweave.tool import Kind
+
+if TYPE_CHECKING:
+    from toolweave.builder import ToolSetBuilder
+    from toolweave.plugins import PackManager
+
+__all__ = ["Mode", "ToolConfig", "ToolSetConfig", "check"]
+
+Mode = Literal["default", "read_only"]
+"""Capability filter of a set: ``read_only`` keeps only tools that change nothing."""
+
+_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+
+
+def _config_issues(exc: ValidationError, root: str = "") -> list[ConfigIssue]:
+    issues: list[ConfigIssue] = []
+    for err in exc.errors(include_url=False):
+        loc = err.get("loc", ())
+        path = root
+        for part in loc:
+            path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        tool_id = ""
+        if len(loc) >= 2 and loc[0] == "tools" and isinstance(loc[1], int):
+            tool_id = f"tools[{loc[1]}]"
+        issues.append(
+            ConfigIssue(
+                tool_id,
+                err.get("msg", "invalid value"),
+                path=path,
+                actual=err.get("input") if err.get("type") != "missing" else None,
+                tag="invalid_config",
+            )
+        )
+    return issues
+
+
+class ToolConfig(BaseModel):
+    """One configured tool: which tool, with which params, as the model sees it.
+
+    In files an entry may also be a plain string, the tool id.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    """The tool id: ``bash`` when unique across namespaces, else ``namespace:bash``."""
+
+    name: str | None = Field(default=None, pattern=_NAME_PATTERN)
+    """The client-visible name (default: the bare id, or ``namespace__id`` when the bare
+    id is registered in several namespaces)."""
+
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of the tool's params; merged over its defaults (overrides win) and
+    validated by its params model."""
+
+    rename: dict[str, str] = Field(default_factory=dict)
+    """Parameter renames, canonical name → client-visible name."""
+
+    description: str | None = None
+    """Replaces the tool's description; rendered as a template like the original."""
+
+    version: str | None = None
+    """The behaviour version (default: the newest active one)."""
+
+    kind: Kind | None = None
+    """Overrides the tool's kind (for templates, read-only inference and expressions)."""
+
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds a call may run (default: the tool's own, else the set's ``timeout``)."""
+
+    @field_validator("rename")
+    @classmethod
+    def _client_param_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for client in value.values():
+            if not re.match(_NAME_PATTERN, client):
+                raise ValueError(f"client parameter name {client!r} must match {_NAME_PATTERN}")
+        return value
+
+
+class ToolSetConfig(BaseModel):
+    """Which tools a set holds and the options that apply to all of them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tools: list[ToolConfig] | None = None
+    """The configured tools, in listing order; ``None`` means every registered tool with
+    its defaults (then tools whose dependencies do not hold, or that conflict with an
+    earlier one, are left out and reported instead of failing the build)."""
+
+    mode: Mode = "default"
+    """``read_only`` keeps only tools that change nothing (declared, or derived from
+    their kind), then drops tools whose dependencies no longer hold; every dropped tool
+    is listed in ``ToolSet.report``. Validation and description templates see the
+    configured set before the mode applies, so descriptions read the same in every
+    mode."""
+
+    reminders: bool = True
+    """Whether reminders run after calls."""
+
+    external_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,32}$")
+    """Prepended to the client-visible name of every external (MCP) tool."""
+
+    timeout: float | None = Field(default=None, gt=0)
+    """Default seconds a local tool may run when neither the entry nor the tool sets one
+    (``None``: the session's default)."""
+
+    external_timeout: float | None = Field(default=None, gt=0)
+    """Default seconds an external tool may run when its source sets none."""
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _bare_ids(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"id": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    # -- loading ------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "") -> ToolSetConfig:
+        """Validate a configuration given as data.
+
+        Raises:
+            ConfigError: The data does not describe a configuration; one
+                ``invalid_config`` issue per problem.
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        "",
+                        f"a configuration must be a table/object, got {type(data).__name__}",
+                        path=source,
+                        tag="invalid_config",
+                    )
+                ]
+            )
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            raise ConfigError(_config_issues(exc)) from None
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, source: str = "") -> ToolSetConfig:
+        """Parse and validate JSON text.
+
+        Raises:
+            ConfigError: The text is not JSON or not a valid configuration.
+        """
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(
+                [ConfigIssue("", f"not valid JSON: {exc}", path=source, tag="invalid_config")]
+            ) from None
+        return cls.from_dict(data, source=source)
+
+    @classmethod
+    def from_toml(cls, text: str, *, source: str = "") -> ToolSetConfig:
+        """Parse and validate TOML text.
+
+        Raises:
+            ConfigError: The text is not TOML or not a valid configuration.
+        """
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(
+                [ConfigIssue("", f"not valid TOML: {exc}", path=source, tag="invalid_config")]
+            ) from None
+        return cls.from_dict(data, source=source)
+
+    @classmethod
+    def load(cls, path: str | Path) -> ToolSetConfig:
+        """Read a ``.json`` or ``.toml`` file.
+
+        Raises:
+            ConfigError: The file cannot be read, has another suffix, does not parse,
+                or is not a valid configuration.
+        """
+        file = Path(path)
+        suffix = file.suffix.lower()
+        if suffix not in (".json", ".toml"):
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        "",
+                        "configuration files must end in .json or .toml",
+                        path=str(file),
+                        actual=file.suffix,
+                        tag="invalid_config",
+                    )
+                ]
+            )
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        "",
+                        f"cannot read the configuration: {exc}",
+                        path=str(file),
+                        tag="invalid_config",
+                    )
+                ]
+            ) from None
+        if suffix == ".json":
+            return cls.from_json(text, source=str(file))
+        return cls.from_toml(text, source=str(file))
+
+
+def check(
+    path: str | Path | ToolSetConfig,
+    packs: PackManager | ToolSetBuilder | None = None,
+) -> list[ConfigIssue]:
+    """Every problem of a configuration against the installed (or given) packs.
+
+    Args:
+        path: A ``.json`` / ``.toml`` file, or an already loaded configuration.
+        packs: The packs to check against: a loaded :class:`~toolweave.PackManager`, a
+            builder holding registered tools, or ``None`` to discover the installed
+            packs.
+
+    Returns:
+        The problems, empty when the configuration builds. Deprecated versions are not
+        problems; they are reported as :class:`~toolweave.DeprecatedVersionWarning`.
+    """
+    from toolweave.builder import ToolSetBuilder
+    from toolweave.plugins import load_packs
+
+    try:
+        config = path if isinstance(path, ToolSetConfig) else ToolSetConfig.load(path)
+    except ConfigError as exc:
+        return list(exc.issues)
+    if isinstance(packs, ToolSetBuilder):
+        builder = packs
+    else:
+        builder = (packs if packs is not None else load_packs()).builder()
+    return builder.validate(config)

@@ -1,0 +1,47 @@
+"""Anthropic: tools with ``input_schema``, ``tool_use`` blocks in, ``tool_result`` blocks out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from toolweave.formats._calls import ToolCall, get, items_of
+
+if TYPE_CHECKING:
+    from toolweave.stream import CallResult
+    from toolweave.toolset import ToolDefinition
+
+__all__ = ["parse_calls", "result_messages", "tool"]
+
+
+def tool(d: ToolDefinition) -> dict[str, Any]:
+    """An Anthropic Messages API tool."""
+    return {"name": d.name, "description": d.description, "input_schema": d.input_schema}
+
+
+def parse_calls(message: Any) -> list[ToolCall]:
+    """The ``tool_use`` blocks of a ``Message`` (or of a list of content blocks)."""
+    content = get(message, "content")
+    calls: list[ToolCall] = []
+    for block in items_of(content if content is not None else message):
+        if get(block, "type") != "tool_use":
+            continue
+        args = get(block, "input")
+        calls.append(
+            ToolCall(get(block, "name") or "", args if args is not None else {}, get(block, "id"))
+        )
+    return calls
+
+
+def result_messages(results: list[CallResult]) -> list[dict[str, Any]]:
+    """One ``user`` message holding a ``tool_result`` block per result (none when empty)."""
+    blocks: list[dict[str, Any]] = []
+    for r in results:
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": r.call_id or "",
+            "content": r.text,
+        }
+        if r.error is not None:
+            block["is_error"] = True
+        blocks.append(block)
+    return [{"role": "user", "content": blocks}] if blocks else []

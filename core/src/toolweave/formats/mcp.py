@@ -1,0 +1,20 @@
+"""MCP: tool definitions as an MCP server lists them (``tools/list``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolweave.toolset import ToolDefinition
+
+__all__ = ["tool"]
+
+
+def tool(d: ToolDefinition) -> dict[str, Any]:
+    """An MCP ``Tool``: name, description, ``inputSchema`` and a read-only hint."""
+    return {
+        "name": d.name,
+        "description": d.description,
+        "inputSchema": d.input_schema,
+        "annotations": {"readOnlyHint": d.read_only},
+    }

@@ -1,0 +1,49 @@
+"""MCP both ways: remote servers' tools in a session, and a session served over MCP.
+
+Needs the optional extra: ``pip install 'toolweave[mcp]'``.
+
+Client side: :class:`MCPPool` keeps long-lived connections (stdio, streamable HTTP)
+to the servers of a configuration (:func:`load_servers`) and turns their tools into
+external tools of a session. Server side: :func:`serve` (what ``toolweave serve``
+runs), :func:`serve_stdio`, :func:`serve_http` and :class:`SessionServer` expose a
+session's tools to any MCP client.
+"""
+
+from __future__ import annotations
+
+try:
+    import mcp as _sdk  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess
+    raise ModuleNotFoundError(
+        "toolweave.mcp needs the MCP SDK, an optional extra: pip install 'toolweave[mcp]'",
+        name="mcp",
+    ) from exc
+
+from toolweave.mcp._config import ServerConfig, load_servers, parse_servers
+from toolweave.mcp._connection import ServerState, ServerStatus
+from toolweave.mcp._names import DEFAULT_PREFIX
+from toolweave.mcp._pool import PREFIX_OPTION, MCPPool, RemoteToolInfo
+from toolweave.mcp._server import (
+    SessionServer,
+    parse_http_address,
+    serve,
+    serve_http,
+    serve_stdio,
+)
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "PREFIX_OPTION",
+    "MCPPool",
+    "RemoteToolInfo",
+    "ServerConfig",
+    "ServerState",
+    "ServerStatus",
+    "SessionServer",
+    "load_servers",
+    "parse_http_address",
+    "parse_servers",
+    "serve",
+    "serve_http",
+    "serve_stdio",
+]

@@ -1,0 +1,295 @@
+"""MCP server configuration: the two file forms people use, validated into one model.
+
+Two shapes are accepted, in JSON or TOML::
+
+    {"mcp_servers": {"time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"],
+                              "timeout": 3000, "auto_reconnect": true}}}
+
+    {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]},
+                    "docs": {"url": "https://example.com/mcp", "headers": {"X-Key": "k"}}}}
+
+The first (``mcp_servers``) takes every option of :class:`ServerConfig`; the second
+(``mcpServers``, the form most desktop clients write) takes only the connection keys.
+Unknown keys and bad values raise one :class:`~toolweave.ConfigError` listing every
+problem, each naming the server and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from toolweave.errors import ConfigError, ConfigIssue
+
+__all__ = [
+    "DEFAULT_HEARTBEAT_MS",
+    "DEFAULT_POLL_MS",
+    "DEFAULT_TIMEOUT_MS",
+    "ServerConfig",
+    "load_servers",
+    "parse_servers",
+]
+
+DEFAULT_TIMEOUT_MS = 3000
+"""Milliseconds a remote call may take when the server's configuration says nothing."""
+DEFAULT_HEARTBEAT_MS = 15_000
+"""Milliseconds between liveness checks of a connected server."""
+DEFAULT_POLL_MS = 60_000
+"""Milliseconds between re-reads of a server's tool list (besides list_changed)."""
+
+_COMMON_FORM_KEYS = frozenset({"type", "command", "args", "env", "cwd", "url", "headers"})
+_TYPE_ALIASES = {"streamable-http": "http", "streamable_http": "http", "streamableHttp": "http"}
+
+
+class ServerConfig(BaseModel):
+    """How to reach one MCP server and how its tools join a session.
+
+    Durations are in milliseconds.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    type: Literal["stdio", "http", "memory"] = "stdio"
+    """Transport: ``stdio`` (spawn ``command``), ``http`` (streamable HTTP at ``url``) or
+    ``memory`` (an in-process server object; only from code, see :meth:`in_process`)."""
+    command: str | None = None
+    """Executable to spawn (stdio)."""
+    args: list[str] = Field(default_factory=list)
+    """Arguments of ``command`` (stdio)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables for the server process (stdio); the process gets only
+    a minimal environment (PATH, HOME, USER, ...) plus these."""
+    cwd: str | None = None
+    """Working directory of the server process (stdio)."""
+    url: str | None = None
+    """Endpoint of a streamable-HTTP server (``http``)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers sent with every request (``http``), e.g. an authorization header."""
+    group: str | None = None
+    """A label for the server's tools (for listings, role and group filters)."""
+    permission: Literal["auto", "read_only", "read_write"] = "auto"
+    """Whether the server's tools change things: ``read_only`` or ``read_write`` for all
+    of them, ``auto`` to trust each tool's ``readOnlyHint`` annotation."""
+    auto_reconnect: bool = True
+    """Reconnect with exponential backoff after the server fails or stops answering."""
+    heartbeat_interval: float = Field(DEFAULT_HEARTBEAT_MS, gt=0)
+    """Milliseconds between liveness checks (a ping, or a cheap request where the
+    protocol has no ping)."""
+    poll_interval: float = Field(DEFAULT_POLL_MS, gt=0)
+    """Milliseconds between periodic re-reads of the tool list."""
+    timeout: float = Field(DEFAULT_TIMEOUT_MS, gt=0)
+    """Milliseconds a call (and a heartbeat) may take before it fails with ``timeout``."""
+    connect_timeout: float = Field(10_000, gt=0)
+    """Milliseconds allowed to start the server and complete the handshake."""
+    retries: int = Field(2, ge=0, le=10)
+    """How many times a call is retried after a transient failure (the server was
+    reconnecting, or the connection dropped under an idempotent or read-only tool)."""
+    prefix: str | None = None
+    """Client-name prefix for this server's tools (default: the pool's prefix)."""
+    names: dict[str, str] = Field(default_factory=dict)
+    """Client names for individual remote tools (remote name → client name)."""
+    mode: Literal["auto", "legacy", "2026-07-28"] = "auto"
+    """Protocol era: ``auto`` negotiates (2026-07-28, else the 2025 handshake);
+    ``legacy`` forces the handshake; ``2026-07-28`` skips negotiation."""
+    enabled: bool = True
+    """``False`` keeps the entry in the file but never connects."""
+    server: Any = Field(default=None, exclude=True)
+    """The in-process server object of a ``memory`` server (an ``mcp`` ``Server`` or
+    ``MCPServer``)."""
+
+    @model_validator(mode="after")
+    def _check_transport(self) -> ServerConfig:
+        if self.type == "stdio":
+            if not self.command:
+                raise ValueError("a stdio server needs `command`")
+            if self.url is not None or self.headers:
+                raise ValueError("`url` and `headers` belong to http servers, not stdio ones")
+        elif self.type == "http":
+            if not self.url:
+                raise ValueError("an http server needs `url`")
+            if not self.url.startswith(("http://", "https://")):
+                raise ValueError(f"`url` must start with http:// or https://, got {self.url!r}")
+            if self.command is not None or self.args or self.env or self.cwd is not None:
+                raise ValueError("`command`, `args`, `env` and `cwd` belong to stdio servers")
+        elif self.server is None:
+            raise ValueError("a memory server is created in code with ServerConfig.in_process()")
+        return self
+
+    @classmethod
+    def in_process(cls, server: Any, **options: Any) -> ServerConfig:
+        """A configuration for a server object living in this process (tests, benchmarks).
+
+        Args:
+            server: An ``mcp.server.Server`` or ``mcp.server.mcpserver.MCPServer``.
+            **options: Any other field (``timeout``, ``mode``, ...).
+        """
+        return cls(type="memory", server=server, **options)
+
+    @property
+    def timeout_s(self) -> float:
+        """:attr:`timeout` in seconds."""
+        return self.timeout / 1000
+
+
+def _issue(server_id: str, root: str, field: str, message: str, actual: Any = None) -> ConfigIssue:
+    path = f"{root}.{server_id}" + (f".{field}" if field else "")
+    return ConfigIssue(
+        tool_id=f"mcp:{server_id}",
+        message=message,
+        path=path,
+        actual=actual,
+        tag="mcp_server",
+    )
+
+
+def _prepare(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Spell the transport the model's way: aliases resolved, ``http`` inferred from ``url``."""
+    data = dict(raw)
+    kind = data.get("type")
+    if isinstance(kind, str):
+        data["type"] = _TYPE_ALIASES.get(kind, kind)
+    elif "type" not in data and "url" in data and "command" not in data:
+        data["type"] = "http"
+    return data
+
+
+def parse_servers(data: Any, *, source: str = "configuration") -> dict[str, ServerConfig]:
+    """Validate server definitions in either form (see the module docs).
+
+    Args:
+        data: The parsed file: a mapping with ``mcp_servers`` or ``mcpServers``.
+        source: Where the data came from, for messages.
+
+    Returns:
+        The servers by id, in file order (disabled ones included).
+
+    Raises:
+        ConfigError: Every problem found, each naming the server and the field.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            [ConfigIssue("", f"{source} must be a mapping", tag="mcp_server", actual=data)]
+        )
+    roots = [k for k in ("mcp_servers", "mcpServers") if k in data]
+    if not roots:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    "",
+                    f"{source} has neither `mcp_servers` nor `mcpServers`",
+                    expected=["mcp_servers", "mcpServers"],
+                    actual=sorted(str(k) for k in data),
+                    tag="mcp_server",
+                )
+            ]
+        )
+    issues: list[ConfigIssue] = []
+    servers: dict[str, ServerConfig] = {}
+    for root in roots:
+        block = data[root]
+        if not isinstance(block, Mapping):
+            issues.append(
+                ConfigIssue(
+                    "", f"`{root}` must map server ids to settings", path=root, actual=block
+                )
+            )
+            continue
+        for server_id, raw in block.items():
+            if not isinstance(server_id, str) or not server_id.strip():
+                issues.append(
+                    _issue(str(server_id), root, "", "server id must be a non-empty name")
+                )
+                continue
+            if server_id in servers:
+                issues.append(_issue(server_id, root, "", "server is defined twice"))
+                continue
+            if not isinstance(raw, Mapping):
+                issues.append(_issue(server_id, root, "", "settings must be a mapping", actual=raw))
+                continue
+            if root == "mcpServers":
+                unknown = sorted(set(raw) - _COMMON_FORM_KEYS)
+                for key in unknown:
+                    issues.append(
+                        _issue(
+                            server_id,
+                            root,
+                            key,
+                            f"unknown key `{key}` (this form takes "
+                            f"{', '.join(sorted(_COMMON_FORM_KEYS))}; use `mcp_servers` for more)",
+                        )
+                    )
+                if unknown:
+                    continue
+            prepared = _prepare(raw)
+            if prepared.get("type") == "memory":
+                issues.append(
+                    _issue(
+                        server_id,
+                        root,
+                        "type",
+                        "`memory` servers can only be created in code",
+                        actual="memory",
+                    )
+                )
+                continue
+            if prepared.get("type") == "sse":
+                issues.append(
+                    _issue(
+                        server_id,
+                        root,
+                        "type",
+                        "the SSE transport is not supported; use `http` (streamable HTTP)",
+                        actual="sse",
+                    )
+                )
+                continue
+            if "server" in prepared:
+                issues.append(_issue(server_id, root, "server", "unknown key `server`"))
+                continue
+            try:
+                servers[server_id] = ServerConfig.model_validate(prepared)
+            except ValidationError as exc:
+                for err in exc.errors(include_url=False):
+                    loc = ".".join(str(p) for p in err.get("loc", ()))
+                    kind = err.get("type", "")
+                    if kind == "extra_forbidden":
+                        message = f"unknown key `{loc}`"
+                    else:
+                        message = str(err.get("msg", "invalid value"))
+                        message = message.removeprefix("Value error, ")
+                    actual = err.get("input") if kind != "extra_forbidden" else None
+                    issues.append(_issue(server_id, root, loc, message, actual=actual))
+    if issues:
+        raise ConfigError(issues)
+    return servers
+
+
+def load_servers(path: str | Path) -> dict[str, ServerConfig]:
+    """Read and validate a server file (``.json``, or ``.toml``).
+
+    Raises:
+        ConfigError: The file cannot be read or parsed, or its servers are invalid.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            [ConfigIssue("", f"cannot read {file}: {exc.strerror or exc}", tag="mcp_server")]
+        ) from exc
+    try:
+        data: Any = tomllib.loads(text) if file.suffix == ".toml" else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    "", f"{file} is not valid {file.suffix[1:] or 'JSON'}: {exc}", tag="mcp_server"
+                )
+            ]
+        ) from exc
+    return parse_servers(data, source=str(file))

@@ -1,0 +1,512 @@
+"""One configured server: its long-lived connection, supervision, sync and calls."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import math
+import random
+import tempfile
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+import anyio
+import anyio.abc
+import mcp.types as types
+from mcp import Client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.exceptions import MCPError
+
+from toolweave.errors import ErrorKind, ToolError
+from toolweave.mcp._config import ServerConfig
+from toolweave.mcp._convert import error_from_mcp, result_from_mcp
+from toolweave.mcp._transport import open_target
+from toolweave.stream import Progress
+
+if TYPE_CHECKING:
+    from toolweave.mcp._pool import MCPPool
+
+__all__ = ["PendingCall", "ServerConnection", "ServerState", "ServerStatus"]
+
+logger = logging.getLogger("toolweave.mcp")
+
+DEBOUNCE = 0.02
+"""Seconds to wait after a list_changed before re-listing, so a burst costs one re-list."""
+BACKOFF_START = 0.2
+"""First reconnect delay in seconds; doubled after each failure."""
+BACKOFF_MAX = 30.0
+"""Longest reconnect delay in seconds."""
+MAX_PAGES = 100
+"""Most tools/list pages read in one sync (a server that never ends its cursor is cut)."""
+_MODERN = "2026-07-28"
+
+
+class ServerState(enum.StrEnum):
+    """Where a configured server's connection stands."""
+
+    CONNECTING = "connecting"
+    """Starting the server or completing the handshake."""
+    ONLINE = "online"
+    """Connected; its tools are listed."""
+    OFFLINE = "offline"
+    """Failed or stopped answering; its tools are not listed."""
+    STOPPED = "stopped"
+    """Removed from the pool, or the pool is closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """A snapshot of one server of a pool.
+
+    Attributes:
+        id: The server id from the configuration.
+        state: The connection state.
+        tools: Client names of the server's tools in the session, sorted.
+        error: Why the server is offline (or the last failure), if any.
+        protocol_version: The negotiated protocol version while connected.
+        group: The configured group label.
+        connects: How many times a connection was established.
+        syncs: How many times the tool list was read.
+        list_changed: How many ``tools/list_changed`` notifications arrived.
+        transport_errors: How many unreadable messages the transport delivered.
+        skipped: Remote tools that were not added, with the reason.
+        renamed: Remote tools whose wanted client name was taken, with the name used.
+    """
+
+    id: str
+    state: ServerState
+    tools: tuple[str, ...]
+    error: str | None
+    protocol_version: str | None
+    group: str | None
+    connects: int
+    syncs: int
+    list_changed: int
+    transport_errors: int
+    skipped: dict[str, str] = field(default_factory=dict)
+    renamed: dict[str, str] = field(default_factory=dict)
+
+
+class _ConnectionLost(Exception):
+    """The transport ended, or the server stopped answering."""
+
+
+class PendingCall:
+    """One remote call in flight: progress and the outcome flow back through a stream."""
+
+    __slots__ = ("_receive", "_send", "done", "scope")
+
+    def __init__(self) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[Any](math.inf)
+        self.scope = anyio.CancelScope()
+        self.done = False
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """The SDK's progress callback."""
+        if not self.done:
+            self._send.send_nowait(Progress(message=message or "", progress=progress, total=total))
+
+    def finish(self, item: Any) -> None:
+        """Deliver the outcome (``(output, text)`` or a :class:`_Failure`) once."""
+        if self.done:
+            return
+        self.done = True
+        self._send.send_nowait(item)
+        self._send.close()
+
+    def cancel(self) -> None:
+        """Stop the call (the SDK tells the server) and drop whatever arrives later."""
+        self.scope.cancel()
+        self._receive.close()
+
+    @property
+    def items(self) -> Any:
+        """Progress items, then the outcome."""
+        return self._receive
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A failed attempt: the error, and whether the request may not have reached the server."""
+
+    error: ToolError
+    transient: bool
+    sent: bool = True
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an exception, looking inside exception groups."""
+    if isinstance(exc, _ConnectionLost):
+        return str(exc)
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [describe(e) for e in exc.exceptions]
+        return "; ".join(dict.fromkeys(leaves))
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return "timed out"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _tail(errlog: TextIO | None, limit: int = 400) -> str:
+    if errlog is None:
+        return ""
+    try:
+        errlog.flush()
+        errlog.seek(0)
+        text = errlog.read()
+    except (OSError, ValueError):
+        return ""
+    text = text.strip()
+    if not text:
+        return ""
+    return text[-limit:].replace("\n", " | ")
+
+
+class ServerConnection:
+    """A configured server, supervised: connect, sync its tools, watch it, reconnect.
+
+    Runs as one task of the pool. A failure is never raised to the pool: the server
+    goes offline, its tools leave the session's listing, and (with ``auto_reconnect``)
+    it is reconnected with exponential backoff.
+    """
+
+    def __init__(self, pool: MCPPool, server_id: str, config: ServerConfig) -> None:
+        self.pool = pool
+        self.id = server_id
+        self.config = config
+        self.state = ServerState.CONNECTING
+        self.error: str | None = None
+        self.client: Client | None = None
+        self.protocol_version: str | None = None
+        self.connects = 0
+        self.syncs = 0
+        self.list_changed = 0
+        self.transport_errors = 0
+        self.next_attempt: float | None = None
+        self.scope = anyio.CancelScope()
+        self.settled = anyio.Event()
+        self.finished = anyio.Event()
+        self._online = anyio.Event()
+        self._dirty = anyio.Event()
+        self._retry_now = anyio.Event()
+        self._calls: anyio.abc.TaskGroup | None = None
+
+    def __repr__(self) -> str:
+        return f"<ServerConnection {self.id} {self.state.value}>"
+
+    # -- supervision ----------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect and keep the connection alive until stopped."""
+        delay = BACKOFF_START
+        try:
+            with self.scope:
+                while True:
+                    self.state = ServerState.CONNECTING
+                    self._retry_now = anyio.Event()
+                    before = self.connects
+                    try:
+                        await self._connection()
+                        reason = "the connection ended"
+                    except Exception as exc:
+                        reason = describe(exc)
+                    self._go_offline(reason)
+                    self.settled.set()
+                    if self.connects > before:
+                        delay = BACKOFF_START
+                    if not self.config.auto_reconnect:
+                        self.next_attempt = None
+                        await self._retry_now.wait()
+                        continue
+                    wait = delay * (0.8 + 0.4 * random.random())
+                    self.next_attempt = anyio.current_time() + wait
+                    with anyio.move_on_after(wait):
+                        await self._retry_now.wait()
+                    delay = min(delay * 2, BACKOFF_MAX)
+        finally:
+            self.state = ServerState.STOPPED
+            self.client = None
+            self._calls = None
+            self.settled.set()
+            self.finished.set()
+
+    def stop(self) -> None:
+        """Stop supervising (the connection closes, the task ends)."""
+        self.scope.cancel()
+
+    def reconnect(self) -> None:
+        """Reconnect now: drop a live connection, or cut the backoff wait short."""
+        if self.state is ServerState.ONLINE and self._calls is not None:
+            self._calls.cancel_scope.cancel()
+        self._retry_now.set()
+
+    def _go_offline(self, reason: str) -> None:
+        if self.state is ServerState.OFFLINE:
+            return
+        if self.state is ServerState.ONLINE:
+            logger.warning("MCP server %r went offline: %s", self.id, reason)
+        elif reason != self.error:
+            logger.warning("MCP server %r could not connect: %s", self.id, reason)
+        else:
+            logger.debug("MCP server %r could not connect again: %s", self.id, reason)
+        self.state = ServerState.OFFLINE
+        self.error = reason
+        self.client = None
+        self.protocol_version = None
+        self._online = anyio.Event()
+        self.pool._server_offline(self)
+
+    async def _connection(self) -> None:
+        """One connection, from spawn to failure."""
+        config = self.config
+        closed = anyio.Event()
+        with contextlib.ExitStack() as files:
+            errlog: TextIO | None = None
+            if config.type == "stdio":
+                errlog = cast(
+                    "TextIO",
+                    files.enter_context(
+                        tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+                    ),
+                )
+            deadline = anyio.current_time() + config.connect_timeout / 1000
+            with anyio.CancelScope(deadline=deadline) as scope:
+                try:
+                    await self._session(open_target(config, closed, errlog), scope, closed)
+                except Exception as exc:
+                    tail = _tail(errlog)
+                    raise _ConnectionLost(
+                        describe(exc) + (f" (server stderr: {tail})" if tail else "")
+                    ) from exc
+            if scope.cancelled_caught and self.state is ServerState.CONNECTING:
+                tail = _tail(errlog)
+                raise _ConnectionLost(
+                    f"no handshake within {config.connect_timeout:g} ms"
+                    + (f" (server stderr: {tail})" if tail else "")
+                )
+
+    async def _session(self, target: Any, scope: anyio.CancelScope, closed: anyio.Event) -> None:
+        from toolweave import __version__
+
+        config = self.config
+        client = Client(
+            target,
+            mode=config.mode,
+            message_handler=self._on_message,
+            client_info=types.Implementation(name="toolweave", version=__version__),
+            cache=None,
+        )
+        async with client:
+            self._dirty = anyio.Event()
+            await self._refresh(client)
+            scope.deadline = math.inf
+            self.protocol_version = client.protocol_version
+            try:
+                async with anyio.create_task_group() as tg:
+                    self._calls = tg
+                    self.client = client
+                    self.state = ServerState.ONLINE
+                    self.error = None
+                    self.connects += 1
+                    self._online.set()
+                    self.settled.set()
+                    logger.info("MCP server %r online (%s)", self.id, client.protocol_version)
+                    tg.start_soon(self._watch_eof, closed)
+                    tg.start_soon(self._heartbeat, client)
+                    tg.start_soon(self._sync_loop, client)
+                    caps = client.server_capabilities.tools
+                    if (
+                        client.protocol_version == _MODERN
+                        and caps is not None
+                        and caps.list_changed
+                    ):
+                        tg.start_soon(self._listen, client)
+            finally:
+                self._calls = None
+                self.client = None
+        raise _ConnectionLost("the connection was closed")
+
+    async def _watch_eof(self, closed: anyio.Event) -> None:
+        await closed.wait()
+        self._go_offline("the server closed the connection")
+        raise _ConnectionLost("the server closed the connection")
+
+    async def _heartbeat(self, client: Client) -> None:
+        interval = self.config.heartbeat_interval / 1000
+        timeout = self.config.timeout_s
+        use_ping = client.protocol_version != _MODERN
+        while True:
+            await anyio.sleep(interval)
+            try:
+                with anyio.fail_after(timeout):
+                    if use_ping:
+                        await client.session.send_ping()
+                    else:
+                        await self._refresh(client)
+            except TimeoutError:
+                reason = f"no answer to a heartbeat within {self.config.timeout:g} ms"
+                self._go_offline(reason)
+                raise _ConnectionLost(reason) from None
+            except MCPError as exc:
+                if exc.code == types.METHOD_NOT_FOUND and use_ping:
+                    use_ping = False
+                    continue
+                self._go_offline(describe(exc))
+                raise
+
+    async def _sync_loop(self, client: Client) -> None:
+        poll = self.config.poll_interval / 1000
+        while True:
+            with anyio.move_on_after(poll):
+                await self._dirty.wait()
+            if self._dirty.is_set():
+                await anyio.sleep(DEBOUNCE)
+            self._dirty = anyio.Event()
+            try:
+                with anyio.fail_after(max(self.config.timeout_s * 2, 1.0)):
+                    await self._refresh(client)
+            except TimeoutError:
+                reason = "the tool list did not arrive in time"
+                self._go_offline(reason)
+                raise _ConnectionLost(reason) from None
+
+    async def _listen(self, client: Client) -> None:
+        pause = 0.5
+        while True:
+            try:
+                async with client.listen(tools_list_changed=True) as sub:
+                    self._dirty.set()
+                    pause = 0.5
+                    async for _event in sub:
+                        self.list_changed += 1
+                        self._dirty.set()
+            except ListenNotSupportedError:
+                return
+            except SubscriptionLost:
+                logger.debug("list_changed subscription of %r lost; listening again", self.id)
+            except MCPError as exc:
+                if exc.code == types.CONNECTION_CLOSED:
+                    raise
+                logger.info("MCP server %r refused subscriptions/listen: %s", self.id, exc)
+                return
+            await anyio.sleep(pause)
+            pause = min(pause * 2, 10.0)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            if self.protocol_version != _MODERN:
+                self.list_changed += 1
+            self._dirty.set()
+        elif isinstance(message, Exception):
+            self.transport_errors += 1
+            logger.debug("MCP server %r sent an unreadable message: %s", self.id, message)
+
+    async def _refresh(self, client: Client) -> None:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self.syncs += 1
+        self.pool._apply(self, tools)
+
+    def refresh_soon(self) -> None:
+        """Re-read the tool list at the next opportunity."""
+        self._dirty.set()
+
+    # -- calls ----------------------------------------------------------------------
+
+    @property
+    def online(self) -> bool:
+        """Whether the server is connected and its tools are listed."""
+        return self.state is ServerState.ONLINE
+
+    async def wait_online(self, within: float) -> bool:
+        """Wait until the server is online, for at most ``within`` seconds."""
+        if self.online:
+            return True
+        with anyio.move_on_after(within):
+            await self._online.wait()
+        return self.online
+
+    def unavailable(self, tool: str) -> ToolError:
+        """The error for a call that cannot reach this server now, with a hint."""
+        why = f" ({self.error})" if self.error else ""
+        if self.state is ServerState.STOPPED:
+            hint = "It was removed from the configuration; do not call its tools again."
+        elif self.config.auto_reconnect:
+            hint = "It is reconnecting: try again shortly, or continue without this tool."
+        else:
+            hint = "It will not come back by itself; continue without this tool."
+        return ToolError(
+            ErrorKind.UNAVAILABLE,
+            f"{tool} is unavailable: the MCP server {self.id!r} is {self.state.value}{why}. {hint}",
+        )
+
+    def start_call(self, tool: str, arguments: dict[str, Any]) -> PendingCall | Failure:
+        """Send a call on the live connection; its items arrive on the returned handle."""
+        client, calls = self.client, self._calls
+        if client is None or calls is None or self.state is not ServerState.ONLINE:
+            return Failure(self.unavailable(tool), transient=True, sent=False)
+        pending = PendingCall()
+        calls.start_soon(self._run_call, client, pending, tool, arguments)
+        return pending
+
+    async def _run_call(
+        self, client: Client, pending: PendingCall, tool: str, arguments: dict[str, Any]
+    ) -> None:
+        timeout = self.config.timeout_s
+        try:
+            with pending.scope:
+                try:
+                    result = await client.call_tool(
+                        tool,
+                        arguments,
+                        read_timeout_seconds=timeout,
+                        progress_callback=pending.progress,
+                    )
+                except MCPError as exc:
+                    transient = exc.code == types.CONNECTION_CLOSED
+                    pending.finish(Failure(error_from_mcp(exc, tool, self.id, timeout), transient))
+                    return
+                except Exception as exc:
+                    pending.finish(_call_failure(exc, tool, self.id))
+                    return
+                try:
+                    pending.finish(result_from_mcp(result, tool, self.id))
+                except ToolError as err:
+                    pending.finish(Failure(err, transient=False))
+        finally:
+            if not pending.done:
+                pending.finish(
+                    Failure(
+                        ToolError(
+                            ErrorKind.UNAVAILABLE,
+                            f"the connection to MCP server {self.id!r} was lost during {tool}; "
+                            "the call may or may not have taken effect",
+                        ),
+                        transient=True,
+                    )
+                )
+
+
+def _call_failure(exc: Exception, tool: str, server: str) -> Failure:
+    if isinstance(exc, (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)):
+        return Failure(
+            ToolError(
+                ErrorKind.UNAVAILABLE,
+                f"the connection to MCP server {server!r} failed during {tool}: {describe(exc)}",
+            ),
+            transient=True,
+        )
+    return Failure(
+        ToolError(
+            ErrorKind.EXECUTION_ERROR,
+            f"{tool} on MCP server {server!r} returned an unusable result: {describe(exc)}",
+        ),
+        transient=False,
+    )

@@ -1,0 +1,114 @@
+"""A remote tool as an external tool of a session: the call is forwarded through the pool."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp.types as types
+
+from toolweave._erasure import ErasedTool
+from toolweave.errors import ErrorKind, ToolError
+from toolweave.external import external_tool
+from toolweave.mcp._connection import Failure, PendingCall, ServerState
+from toolweave.mcp._names import namespace_for
+from toolweave.stream import Progress
+
+if TYPE_CHECKING:
+    from toolweave.mcp._connection import ServerConnection
+    from toolweave.mcp._pool import MCPPool
+
+__all__ = ["remote_tool"]
+
+RETRY_PAUSE = 0.05
+"""Seconds before the first retry of a transient failure; doubled for each further one."""
+
+
+def _read_only(tool: types.Tool, permission: str) -> bool:
+    if permission == "read_only":
+        return True
+    if permission == "read_write":
+        return False
+    annotations = tool.annotations
+    return bool(annotations is not None and annotations.read_only_hint)
+
+
+def _idempotent(tool: types.Tool, read_only: bool) -> bool:
+    annotations = tool.annotations
+    return read_only or bool(annotations is not None and annotations.idempotent_hint)
+
+
+def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> ErasedTool:
+    """The erased handle of ``tool`` of ``server``: validates against the server's schema,
+    then forwards the call (progress included) through the pool's live connection.
+
+    Raises:
+        jsonschema.SchemaError: The server's input schema is not a valid JSON Schema.
+    """
+    import jsonschema
+
+    schema = dict(tool.input_schema)
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    config = server.config
+    server_id = server.id
+    remote = tool.name
+    read_only = _read_only(tool, config.permission)
+    retry_safe = _idempotent(tool, read_only)
+
+    async def forward(_ctx: Any, arguments: dict[str, Any]) -> AsyncIterator[Any]:
+        # Own budget, a little inside the session's deadline, so that waiting for a
+        # reconnect ends as ``unavailable`` (with a hint) rather than as ``timeout``.
+        deadline = anyio.current_time() + config.timeout_s * 0.8
+        attempts = 0
+        while True:
+            current = pool._connections.get(server_id)
+            if current is None:
+                raise ToolError(
+                    ErrorKind.UNAVAILABLE,
+                    f"{remote} is unavailable: the MCP server {server_id!r} was removed from "
+                    "the configuration; do not call its tools again.",
+                )
+            if current.state is ServerState.CONNECTING or attempts:
+                await current.wait_online(deadline - anyio.current_time())
+            started = current.start_call(remote, arguments)
+            outcome: Any = None
+            if isinstance(started, PendingCall):
+                try:
+                    async for item in started.items:
+                        if isinstance(item, Progress):
+                            yield item
+                        else:
+                            outcome = item
+                            break
+                finally:
+                    started.cancel()
+            else:
+                outcome = started
+            if not isinstance(outcome, Failure):
+                if outcome is None:
+                    raise ToolError(
+                        ErrorKind.EXECUTION_ERROR,
+                        f"{remote} on MCP server {server_id!r} ended without a result",
+                    )
+                yield outcome
+                return
+            retry = outcome.transient and (outcome.sent is False or retry_safe)
+            if attempts == 0 and outcome.sent is False and current.state is ServerState.OFFLINE:
+                retry = False  # offline before the call: answer at once, with the hint
+            if not retry or attempts >= config.retries or anyio.current_time() >= deadline:
+                raise outcome.error
+            attempts += 1
+            await anyio.sleep(RETRY_PAUSE * 2 ** (attempts - 1))
+
+    description = tool.description or (tool.title or f"{remote} (from MCP server {server_id})")
+    return external_tool(
+        id=remote,
+        namespace=namespace_for(server_id),
+        description=description,
+        input_schema=schema,
+        stream=forward,
+        source=f"mcp:{server_id}",
+        read_only=read_only,
+        timeout=config.timeout_s,
+    )

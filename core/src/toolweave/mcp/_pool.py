@@ -1,0 +1,436 @@
+"""The client pool: MCP servers' tools as external tools of a session, kept in sync."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, final
+
+import anyio
+import anyio.abc
+import mcp.types as types
+
+from toolweave.errors import ConfigError, UsageError
+from toolweave.mcp._config import ServerConfig, load_servers
+from toolweave.mcp._connection import ServerConnection, ServerState, ServerStatus, describe
+from toolweave.mcp._forward import remote_tool
+from toolweave.mcp._names import DEFAULT_PREFIX, client_name, fit
+from toolweave.mcp._reload import watch_file
+
+if TYPE_CHECKING:
+    from toolweave.session import Session
+
+__all__ = ["MCPPool", "RemoteToolInfo"]
+
+logger = logging.getLogger("toolweave.mcp")
+
+PREFIX_OPTION = "mcp_prefix"
+"""The tool-set option that sets the client-name prefix of remote tools."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteToolInfo:
+    """Where a client name of the session leads.
+
+    Attributes:
+        name: The client-visible name in the session.
+        server: The server id.
+        remote: The tool's name on the server.
+    """
+
+    name: str
+    server: str
+    remote: str
+
+
+@dataclass(slots=True)
+class _Registered:
+    name: str
+    fingerprint: str
+
+
+def _fingerprint(tool: types.Tool) -> str:
+    return json.dumps(
+        [
+            tool.description,
+            tool.title,
+            tool.input_schema,
+            None if tool.annotations is None else tool.annotations.model_dump(mode="json"),
+        ],
+        sort_keys=True,
+        default=str,
+    )
+
+
+@final
+class MCPPool:
+    """Long-lived connections to MCP servers whose tools join a session.
+
+    Each remote tool becomes an external tool of ``session`` under the client name
+    ``<prefix><server>__<tool>`` (or a configured name), with the server's input
+    schema; arguments are validated against it before any request is sent. The pool
+    keeps the tools in sync (``tools/list_changed``, reconnects, periodic polling),
+    watches each server (heartbeats), takes an offline server's tools out of the
+    listing and reconnects with backoff. With ``config_path`` it also follows edits
+    of the server file.
+
+    Use it as an async context manager; entering opens every server concurrently and
+    returns once each has connected or failed (each within its connect timeout)::
+
+        async with MCPPool(session, config_path="mcp.json") as pool:
+            result = await session.call("mcp__time__get_current_time", {"timezone": "UTC"})
+
+    Args:
+        session: The session whose external tools the pool manages.
+        servers: Server configurations by id (see :func:`~toolweave.mcp.parse_servers`).
+        config_path: A server file (JSON or TOML); read at start and watched for
+            changes while ``watch`` is on. Combined with ``servers`` (ids must differ).
+        prefix: Client-name prefix (default: the tool set's ``mcp_prefix`` option,
+            else ``"mcp__"``). A server's own ``prefix`` wins.
+        watch: Follow edits of ``config_path``.
+        reload_interval: Seconds between checks of ``config_path``.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        servers: Mapping[str, ServerConfig] | None = None,
+        *,
+        config_path: str | Path | None = None,
+        prefix: str | None = None,
+        watch: bool = True,
+        reload_interval: float = 1.0,
+    ) -> None:
+        self.session = session
+        self.config_path = Path(config_path) if config_path is not None else None
+        option = session.toolset.options.get(PREFIX_OPTION)
+        self.prefix: str = (
+            prefix if prefix is not None else option if isinstance(option, str) else DEFAULT_PREFIX
+        )
+        self.watch = watch
+        self.reload_interval = reload_interval
+        self.version = 0
+        """Bumped on every change of the pool's tools (like ``session.external_version``)."""
+        self.reload_error: ConfigError | None = None
+        """The problem with the server file at the last reload, if it was invalid."""
+        self._code_servers: dict[str, ServerConfig] = dict(servers or {})
+        self._configs: dict[str, ServerConfig] = {}
+        self._connections: dict[str, ServerConnection] = {}
+        self._records: dict[str, dict[str, _Registered]] = {}
+        self._skipped: dict[str, dict[str, str]] = {}
+        self._renamed: dict[str, dict[str, str]] = {}
+        self._by_name: dict[str, RemoteToolInfo] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._stack: AsyncExitStack | None = None
+
+    def __repr__(self) -> str:
+        states = {sid: c.state.value for sid, c in self._connections.items()}
+        return f"<MCPPool {states}>"
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def __aenter__(self) -> MCPPool:
+        if self._tg is not None:
+            raise UsageError("this MCPPool is already open")
+        configs = dict(self._code_servers)
+        if self.config_path is not None:
+            for sid, config in load_servers(self.config_path).items():
+                if sid in configs:
+                    raise UsageError(f"MCP server {sid!r} is configured both in code and in a file")
+                configs[sid] = config
+        stack = AsyncExitStack()
+        self._tg = await stack.enter_async_context(anyio.create_task_group())
+        self._stack = stack
+        try:
+            started = [self._start(sid, cfg) for sid, cfg in configs.items()]
+            await self._settle(started)
+            if self.config_path is not None and self.watch:
+                self._tg.start_soon(
+                    watch_file, self.config_path, self.reload_interval, self._file_changed
+                )
+        except BaseException:
+            await self._close(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._close(exc_type, exc, tb)
+
+    async def _close(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        tg, stack = self._tg, self._stack
+        self._tg = self._stack = None
+        for conn in self._connections.values():
+            conn.stop()
+        if tg is not None:
+            tg.cancel_scope.cancel()
+        try:
+            if stack is not None:
+                await stack.__aexit__(exc_type, exc, tb)
+        finally:
+            for sid in list(self._connections):
+                self._drop_tools(sid)
+            self._connections.clear()
+            self._configs.clear()
+
+    def _start(self, server_id: str, config: ServerConfig) -> ServerConnection | None:
+        assert self._tg is not None
+        self._configs[server_id] = config
+        if not config.enabled:
+            return None
+        conn = ServerConnection(self, server_id, config)
+        self._connections[server_id] = conn
+        self._tg.start_soon(conn.run, name=f"mcp:{server_id}")
+        return conn
+
+    @staticmethod
+    async def _settle(started: list[ServerConnection | None]) -> None:
+        for conn in started:
+            if conn is not None:
+                await conn.settled.wait()
+
+    async def _stop(self, server_id: str) -> None:
+        conn = self._connections.pop(server_id, None)
+        self._configs.pop(server_id, None)
+        if conn is not None:
+            conn.stop()
+            await conn.finished.wait()
+        self._drop_tools(server_id)
+
+    # -- servers ----------------------------------------------------------------------
+
+    async def add_server(self, server_id: str, config: ServerConfig) -> ServerStatus | None:
+        """Connect one more server; returns once it is online or has failed once.
+
+        Returns:
+            Its status, or ``None`` when the configuration disables it.
+
+        Raises:
+            UsageError: The pool is not open, or the id is taken.
+        """
+        if self._tg is None:
+            raise UsageError("open the MCPPool (async with) before adding servers")
+        if server_id in self._configs:
+            raise UsageError(f"MCP server {server_id!r} is already in the pool")
+        conn = self._start(server_id, config)
+        if conn is None:
+            return None
+        await conn.settled.wait()
+        return self.status(server_id)
+
+    async def remove_server(self, server_id: str) -> bool:
+        """Disconnect a server and remove its tools; ``True`` when it was there."""
+        if server_id not in self._configs:
+            return False
+        await self._stop(server_id)
+        return True
+
+    def reconnect(self, server_id: str) -> None:
+        """Reconnect a server now (drops a live connection; skips a backoff wait).
+
+        Raises:
+            KeyError: No such server is connected.
+        """
+        self._connections[server_id].reconnect()
+
+    def refresh(self, server_id: str | None = None) -> None:
+        """Re-read the tool list of one server (or all) at the next opportunity."""
+        for sid, conn in self._connections.items():
+            if server_id is None or sid == server_id:
+                conn.refresh_soon()
+
+    async def wait_online(self, server_id: str, within: float = 10.0) -> bool:
+        """Wait until a server is online; ``False`` when ``within`` seconds pass first."""
+        conn = self._connections.get(server_id)
+        if conn is None:
+            return False
+        return await conn.wait_online(within)
+
+    async def reload(self, servers: Mapping[str, ServerConfig] | None = None) -> dict[str, str]:
+        """Apply a new set of servers: add, remove, and reconnect changed ones.
+
+        Args:
+            servers: The new configuration (default: re-read ``config_path``; servers
+                given in code are kept).
+
+        Returns:
+            What happened to each server id that changed (``added``, ``removed``,
+            ``reconnected``).
+
+        Raises:
+            ConfigError: The server file is invalid (nothing is changed).
+        """
+        if self._tg is None:
+            raise UsageError("open the MCPPool (async with) before reloading it")
+        if servers is None:
+            wanted = dict(self._code_servers)
+            if self.config_path is not None:
+                wanted.update(load_servers(self.config_path))
+        else:
+            wanted = dict(servers)
+        changes: dict[str, str] = {}
+        for sid in [s for s in self._configs if s not in wanted]:
+            await self._stop(sid)
+            changes[sid] = "removed"
+        started: list[ServerConnection | None] = []
+        for sid, config in wanted.items():
+            old = self._configs.get(sid)
+            if old is not None and old == config:
+                continue
+            if old is not None:
+                await self._stop(sid)
+            changes[sid] = "added" if old is None else "reconnected"
+            started.append(self._start(sid, config))
+        await self._settle(started)
+        if changes:
+            logger.info("MCP servers reloaded: %s", changes)
+        return changes
+
+    async def _file_changed(self) -> None:
+        try:
+            await self.reload()
+        except ConfigError as exc:
+            self.reload_error = exc
+            logger.error("MCP server file %s not applied: %s", self.config_path, exc)
+        else:
+            self.reload_error = None
+
+    # -- listings -------------------------------------------------------------------
+
+    def status(self, server_id: str) -> ServerStatus:
+        """A snapshot of one server.
+
+        Raises:
+            KeyError: No such server is in the pool (disabled ones included).
+        """
+        conn = self._connections.get(server_id)
+        config = self._configs[server_id]
+        tools = tuple(sorted(r.name for r in self._records.get(server_id, {}).values()))
+        skipped = dict(self._skipped.get(server_id, {}))
+        renamed = dict(self._renamed.get(server_id, {}))
+        if conn is None:
+            return ServerStatus(
+                server_id, ServerState.STOPPED, (), "disabled", None, config.group, 0, 0, 0, 0
+            )
+        return ServerStatus(
+            id=server_id,
+            state=conn.state,
+            tools=tools,
+            error=conn.error,
+            protocol_version=conn.protocol_version,
+            group=config.group,
+            connects=conn.connects,
+            syncs=conn.syncs,
+            list_changed=conn.list_changed,
+            transport_errors=conn.transport_errors,
+            skipped=skipped,
+            renamed=renamed,
+        )
+
+    @property
+    def servers(self) -> dict[str, ServerStatus]:
+        """Every configured server's status, by id."""
+        return {sid: self.status(sid) for sid in self._configs}
+
+    @property
+    def tools(self) -> dict[str, RemoteToolInfo]:
+        """The remote tools currently in the session, by client name."""
+        return dict(self._by_name)
+
+    # -- the session's external tools ---------------------------------------------------
+
+    def _prefix_for(self, conn: ServerConnection) -> str:
+        return conn.config.prefix if conn.config.prefix is not None else self.prefix
+
+    def _register(self, conn: ServerConnection, tool: types.Tool, keep: str | None) -> str | None:
+        sid = conn.id
+        try:
+            erased = remote_tool(self, conn, tool)
+        except Exception as exc:
+            self._skipped.setdefault(sid, {})[tool.name] = f"invalid input schema: {describe(exc)}"
+            logger.warning("MCP server %r: tool %r skipped: %s", sid, tool.name, describe(exc))
+            return None
+        default = client_name(self._prefix_for(conn), sid, tool.name)
+        wanted = conn.config.names.get(tool.name) or keep or default
+        candidates = list(dict.fromkeys([wanted, default]))
+        candidates += [fit(f"{default}_{i}") for i in range(2, 10)]
+        for name in candidates:
+            try:
+                self.session.register_external(erased, name=name)
+            except UsageError as exc:
+                reason = str(exc)
+                continue
+            if name != wanted:
+                self._renamed.setdefault(sid, {})[tool.name] = name
+                logger.warning(
+                    "MCP server %r: tool %r is listed as %r (%s)", sid, tool.name, name, reason
+                )
+            else:
+                self._renamed.get(sid, {}).pop(tool.name, None)
+            self._by_name[name] = RemoteToolInfo(name, sid, tool.name)
+            return name
+        self._skipped.setdefault(sid, {})[tool.name] = "no free client name"
+        return None
+
+    def _unregister(self, name: str) -> None:
+        self.session.unregister_external(name)
+        self._by_name.pop(name, None)
+
+    def _apply(self, conn: ServerConnection, tools: list[types.Tool]) -> None:
+        """Make the session's tools of ``conn`` match the server's list ``tools``."""
+        sid = conn.id
+        if self._connections.get(sid) is not conn:
+            return  # a stopped connection's late answer
+        records = self._records.setdefault(sid, {})
+        latest: dict[str, types.Tool] = {}
+        for tool in tools:
+            latest.setdefault(tool.name, tool)
+        changed = False
+        for remote in [r for r in records if r not in latest]:
+            self._unregister(records.pop(remote).name)
+            changed = True
+        skipped = self._skipped.setdefault(sid, {})
+        for remote in [r for r in skipped if r not in latest]:
+            del skipped[remote]
+        for remote, tool in latest.items():
+            fingerprint = _fingerprint(tool)
+            old = records.get(remote)
+            if old is not None and old.fingerprint == fingerprint:
+                continue
+            keep = None
+            if old is not None:
+                keep = old.name
+                self._unregister(records.pop(remote).name)
+            skipped.pop(remote, None)
+            name = self._register(conn, tool, keep)
+            if name is not None:
+                records[remote] = _Registered(name, fingerprint)
+            changed = True
+        if changed:
+            self.version += 1
+
+    def _drop_tools(self, server_id: str) -> None:
+        records = self._records.pop(server_id, {})
+        for record in records.values():
+            self._unregister(record.name)
+        self._renamed.pop(server_id, None)
+        if records:
+            self.version += 1
+
+    def _server_offline(self, conn: ServerConnection) -> None:
+        if self._connections.get(conn.id) is conn:
+            self._drop_tools(conn.id)

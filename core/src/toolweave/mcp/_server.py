@@ -1,0 +1,331 @@
+"""Serving a session's tool set as an MCP server (stdio or streamable HTTP)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import logging
+import socket
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
+
+import anyio
+import mcp.types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolweave.errors import UsageError
+from toolweave.mcp._convert import call_result_to_mcp
+from toolweave.stream import CallResult, Progress
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from toolweave.session import Session
+
+__all__ = ["SessionServer", "parse_http_address", "serve", "serve_http", "serve_stdio"]
+
+logger = logging.getLogger("toolweave.mcp")
+
+MAX_LEGACY_CONNECTIONS = 1024
+"""Most 2025-era connections remembered for out-of-band list_changed notifications."""
+
+
+class _Server(Server[Any]):
+    """The SDK's low-level server, announcing ``tools.listChanged`` to 2025-era clients."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+@final
+class SessionServer:
+    """A session's tools served over MCP, through the session's own call path.
+
+    Tools are listed with their client names, rendered descriptions and schemas;
+    calls run through :meth:`Session.stream` (validation, reminders, state, guards
+    apply as for any host call); progress items become MCP progress notifications;
+    a change of the session's external tools sends ``tools/list_changed`` to clients
+    of both protocol eras.
+
+    Args:
+        session: The session to serve.
+        name: The server name announced to clients.
+        version: The server version (default: toolweave's).
+        instructions: Optional instructions for the client's model.
+        watch_interval: Seconds between checks for changed external tools.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        name: str = "toolweave",
+        version: str | None = None,
+        instructions: str | None = None,
+        watch_interval: float = 0.1,
+    ) -> None:
+        from toolweave import __version__
+
+        self.session = session
+        self.watch_interval = watch_interval
+        self._bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._bus)
+        self._legacy: dict[int, Any] = {}
+        self._calls = itertools.count(1)
+        self._listing: list[types.Tool] | None = None
+        self._listing_version = -1
+        self.server: Server[Any] = _Server(
+            name,
+            version=version or __version__,
+            instructions=instructions,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=self._listen,
+        )
+
+    # -- handlers -------------------------------------------------------------------
+
+    def _remember(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        connection = getattr(ctx.session, "_connection", ctx.session)
+        key = id(connection)
+        if key not in self._legacy:
+            if len(self._legacy) >= MAX_LEGACY_CONNECTIONS:
+                self._legacy.pop(next(iter(self._legacy)))
+            self._legacy[key] = ctx.session
+
+    def tools(self) -> list[types.Tool]:
+        """The MCP tool list (rebuilt when the session's external tools change)."""
+        version = self.session.external_version
+        if self._listing is None or self._listing_version != version:
+            session = self.session
+            external = session.external
+            listing: list[types.Tool] = []
+            for item in session.definitions("mcp"):
+                tool = types.Tool.model_validate(item)
+                entry = session.toolset.get(tool.name) or external.get(tool.name)
+                if tool.annotations is None and entry is not None:
+                    tool.annotations = types.ToolAnnotations(read_only_hint=entry.tool.read_only)
+                listing.append(tool)
+            self._listing = listing
+            self._listing_version = version
+        return self._listing
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        self._remember(ctx)
+        return types.ListToolsResult(tools=self.tools())
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        self._remember(ctx)
+        call_id = f"mcp-{next(self._calls)}"
+        stream = self.session.stream(params.name, params.arguments or {}, call_id)
+        result: CallResult | None = None
+        step = 0.0
+        try:
+            async for item in stream:
+                if isinstance(item, Progress):
+                    step = item.progress if item.progress is not None else step + 1
+                    await ctx.session.report_progress(step, item.total, item.message or None)
+                else:
+                    result = item
+        finally:
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+        assert result is not None
+        return call_result_to_mcp(result)
+
+    # -- list_changed -----------------------------------------------------------------
+
+    async def notify_tools_changed(self) -> None:
+        """Tell every connected client that the tool list changed (both eras)."""
+        await self._bus.publish(ToolsListChanged())
+        for key, session in list(self._legacy.items()):
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:
+                logger.debug("dropping a closed MCP connection: %s", exc)
+                self._legacy.pop(key, None)
+
+    async def watch(self) -> None:
+        """Send ``tools/list_changed`` whenever the session's external tools change.
+
+        Runs until cancelled; :meth:`run_stdio` and :meth:`run_http` run it.
+        """
+        seen = self.session.external_version
+        while True:
+            await anyio.sleep(self.watch_interval)
+            now = self.session.external_version
+            if now != seen:
+                seen = now
+                await self.notify_tools_changed()
+
+    # -- transports -------------------------------------------------------------------
+
+    async def run_stdio(self) -> None:
+        """Serve on this process's stdin and stdout until the client closes the pipe."""
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write), anyio.create_task_group() as tg:
+            tg.start_soon(self.watch)
+            await self.server.run(read, write, self.server.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+    def http_app(self, host: str = "127.0.0.1", path: str = "/mcp") -> Starlette:
+        """The streamable-HTTP ASGI app (DNS-rebinding protection on loopback hosts)."""
+        return self.server.streamable_http_app(streamable_http_path=path, host=host)
+
+    async def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        path: str = "/mcp",
+        on_ready: Callable[[str], None] | None = None,
+    ) -> None:
+        """Serve streamable HTTP on ``host:port`` until cancelled.
+
+        Args:
+            host: Interface to bind (loopback by default).
+            port: TCP port; ``0`` picks a free one.
+            path: The endpoint path.
+            on_ready: Called with the endpoint URL once the server accepts connections.
+        """
+        import uvicorn
+
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            sock.close()
+            raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if family == socket.AF_INET6 else host
+        url = f"http://{shown}:{bound}{path}"
+        config = uvicorn.Config(
+            self.http_app(host, path),
+            log_level="warning",
+            timeout_graceful_shutdown=2,
+            lifespan="on",
+        )
+        server = uvicorn.Server(config)
+
+        async def announce() -> None:
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers only this flag
+                await anyio.sleep(0.01)
+            if on_ready is not None:
+                on_ready(url)
+
+        with sock:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.watch)
+                tg.start_soon(announce)
+                await server.serve(sockets=[sock])
+                tg.cancel_scope.cancel()
+
+
+async def serve_stdio(session: Session, **options: Any) -> None:
+    """Serve ``session``'s tools over stdio until the client closes the pipe.
+
+    Args:
+        session: The session to serve.
+        **options: Passed to :class:`SessionServer` (``name``, ``instructions``, ...).
+    """
+    await SessionServer(session, **options).run_stdio()
+
+
+async def serve_http(
+    session: Session,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    on_ready: Callable[[str], None] | None = None,
+    **options: Any,
+) -> None:
+    """Serve ``session``'s tools over streamable HTTP at ``http://host:port/mcp``.
+
+    Args:
+        session: The session to serve.
+        host: Interface to bind (loopback by default).
+        port: TCP port; ``0`` picks a free one (see ``on_ready``).
+        on_ready: Called with the endpoint URL once connections are accepted.
+        **options: Passed to :class:`SessionServer`.
+    """
+    await SessionServer(session, **options).run_http(host, port, on_ready=on_ready)
+
+
+def parse_http_address(address: str) -> tuple[str, int]:
+    """Split ``HOST:PORT`` (``[::1]:8000`` for IPv6; ``:8000`` or ``8000`` for loopback).
+
+    Raises:
+        UsageError: The address is not of that form.
+    """
+    text = address.strip()
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "", text
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise UsageError(f"expected HOST:PORT (e.g. 127.0.0.1:8000), got {address!r}")
+    return host, port
+
+
+def _announce(url: str) -> None:
+    print(f"toolweave: serving MCP on {url}", file=sys.stderr, flush=True)
+
+
+def serve(
+    session: Session,
+    *,
+    http: str | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    **options: Any,
+) -> None:
+    """Serve ``session``'s tools over MCP until stopped (blocking; for ``toolweave serve``).
+
+    Args:
+        session: The session to serve.
+        http: ``HOST:PORT`` to serve streamable HTTP; ``None`` serves stdio.
+        on_ready: For HTTP, called with the endpoint URL once connections are accepted
+            (default: a line on stderr).
+        **options: Passed to :class:`SessionServer`.
+
+    Raises:
+        UsageError: ``http`` is not a valid address, or the port cannot be bound.
+    """
+    if http is None:
+        anyio.run(functools.partial(serve_stdio, session, **options))
+        return
+    host, port = parse_http_address(http)
+    ready = on_ready or _announce
+
+    async def main() -> None:
+        await serve_http(session, host, port, on_ready=ready, **options)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(main)

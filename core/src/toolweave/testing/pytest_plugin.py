@@ -1,0 +1,40 @@
+"""pytest fixtures for pack authors, registered through the ``pytest11`` entry point.
+
+Importing this module imports nothing from toolweave; the fixtures do, when used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from toolweave.session import Session
+
+__all__ = ["toolweave_session"]
+
+
+@pytest.fixture
+def toolweave_session(tmp_path: Path) -> Callable[..., Session]:
+    """A factory of sessions over installed packs, working in a temporary folder.
+
+    ``toolweave_session("fs", "search")`` loads those packs through their entry points
+    (strictly: a broken pack fails the test) and returns a session whose workspace is
+    the test's ``tmp_path``. Keyword arguments go to :meth:`ToolSet.session`; a
+    ``config`` keyword is passed to the build.
+    """
+    from toolweave.plugins import PackManager
+
+    def make(*packs: str, config: Any = None, **options: Any) -> Session:
+        manager = PackManager(strict=True)
+        manager.discover(include=list(packs), autoload=False, environ={})
+        missing = [p for p in packs if p not in manager.packs]
+        if missing:
+            raise LookupError(f"packs not installed: {', '.join(missing)}")
+        options.setdefault("workspace", tmp_path)
+        return manager.builder().build(config).session(**options)
+
+    return make

@@ -1,0 +1,142 @@
+"""The error types: kinds, messages, data, and the exception tree."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolweave import (
+    ConfigError,
+    ConfigIssue,
+    DuplicateToolError,
+    ErrorKind,
+    MissingResourceError,
+    PackLoadError,
+    ToolError,
+    ToolweaveError,
+    UsageError,
+)
+
+
+def test_error_kinds_are_the_designed_set() -> None:
+    """The kinds are exactly the eleven stable values hosts switch on."""
+    assert {k.value for k in ErrorKind} == {
+        "unimplemented",
+        "invalid_params",
+        "not_found",
+        "permission_denied",
+        "unauthorized",
+        "timeout",
+        "cancelled",
+        "rate_limited",
+        "execution_error",
+        "unavailable",
+        "custom",
+    }
+
+
+def test_tool_error_accepts_kind_as_string() -> None:
+    """A kind given as its string value becomes the enum member."""
+    err = ToolError("rate_limited", "slow down")
+    assert err.kind is ErrorKind.RATE_LIMITED
+    assert err.message == "slow down"
+    assert str(err) == "rate_limited: slow down"
+    assert repr(err) == "ToolError('rate_limited', 'slow down')"
+
+
+def test_tool_error_rejects_unknown_kind() -> None:
+    """An unknown kind string is a programming error, raised at once."""
+    with pytest.raises(ValueError, match="oops"):
+        ToolError("oops", "x")
+
+
+def test_tool_error_to_dict_includes_data_only_when_given() -> None:
+    """to_dict carries kind and message, plus data when there is any."""
+    assert ToolError(ErrorKind.CUSTOM, "m").to_dict() == {"kind": "custom", "message": "m"}
+    assert ToolError(ErrorKind.CUSTOM, "m", {"retry": 3}).to_dict() == {
+        "kind": "custom",
+        "message": "m",
+        "data": {"retry": 3},
+    }
+
+
+def test_tool_error_equality_and_hash() -> None:
+    """Errors with the same kind, message and data are equal and hash alike."""
+    a = ToolError(ErrorKind.TIMEOUT, "late")
+    b = ToolError("timeout", "late")
+    assert a == b
+    assert hash(a) == hash(b)
+    assert a != ToolError(ErrorKind.TIMEOUT, "later")
+    assert a != ToolError(ErrorKind.TIMEOUT, "late", data=1)
+    assert a != "timeout: late"
+
+
+def test_exception_tree() -> None:
+    """Every toolweave exception derives from ToolweaveError, as drawn in errors.py."""
+    assert issubclass(ToolError, ToolweaveError)
+    assert issubclass(UsageError, ToolweaveError)
+    assert issubclass(DuplicateToolError, UsageError)
+    assert issubclass(MissingResourceError, UsageError)
+    assert issubclass(ConfigError, ToolweaveError)
+    assert issubclass(PackLoadError, ToolweaveError)
+
+
+def test_duplicate_tool_error_names_both_origins() -> None:
+    """The message and attributes name the id and both registrations."""
+    err = DuplicateToolError("main:read_file", "pack fs (toolweave-fs 0.1.0)", "host")
+    assert err.fqid == "main:read_file"
+    assert (err.first, err.second) == ("pack fs (toolweave-fs 0.1.0)", "host")
+    assert "main:read_file" in str(err)
+    assert "pack fs (toolweave-fs 0.1.0)" in str(err)
+    assert "host" in str(err)
+
+
+def test_missing_resource_error_names_the_type_and_the_remedy() -> None:
+    """The message names the type's module and qualified name and how to provide it."""
+
+    class Terminal:
+        pass
+
+    err = MissingResourceError(Terminal)
+    assert err.key is Terminal
+    assert f"{__name__}." in str(err)
+    assert "Terminal" in str(err)
+    assert "provide_resources" in str(err)
+
+
+def test_config_issue_renders_every_part() -> None:
+    """A ConfigIssue shows tag, tool, message, path and expected/actual values."""
+    issue = ConfigIssue(
+        "bash", "must be positive", "tools[1].params.timeout", expected=">0", actual=-1, tag="x"
+    )
+    assert str(issue) == (
+        "[x] bash: must be positive at tools[1].params.timeout (expected '>0', got -1)"
+    )
+    assert str(ConfigIssue("", "empty set")) == "[invalid] empty set"
+
+
+def test_config_error_lists_every_issue() -> None:
+    """ConfigError keeps all issues and its message counts and lists them."""
+    issues = [ConfigIssue("a", "first"), ConfigIssue("b", "second")]
+    err = ConfigError(issues)
+    assert err.issues == tuple(issues)
+    text = str(err)
+    assert text.startswith("2 configuration problems:")
+    assert "a: first" in text
+    assert "b: second" in text
+    assert str(ConfigError([issues[0]])).startswith("1 configuration problem:")
+
+
+def test_pack_load_error_carries_pack_dist_stage_and_cause() -> None:
+    """PackLoadError names the pack, distribution, stage and the cause."""
+    cause = RuntimeError("boom")
+    err = PackLoadError("fs", "toolweave-fs 0.1.0", cause, "register_tools")
+    assert (err.pack, err.dist, err.cause, err.stage) == (
+        "fs",
+        "toolweave-fs 0.1.0",
+        cause,
+        "register_tools",
+    )
+    assert str(err) == (
+        "pack 'fs' (from toolweave-fs 0.1.0) failed during register_tools: RuntimeError: boom"
+    )
+    assert "from" not in str(PackLoadError("local", None, cause, "import"))

@@ -1,0 +1,94 @@
+"""``delete``: remove a file, a symbolic link or a directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
+
+from toolweave_fs._filesystem import filesystem, os_error
+
+__all__ = ["Delete", "DeleteArgs", "DeleteOutput"]
+
+EntryType = Literal["file", "directory", "symlink", "other"]
+
+
+class DeleteArgs(BaseModel):
+    """Arguments of delete."""
+
+    path: str = Field(description="Path to delete, relative to the workspace root.")
+    """Path to delete, relative to the workspace root (or absolute inside it)."""
+    recursive: bool = Field(
+        False,
+        description="Required to delete a directory that is not empty, with everything in it.",
+    )
+    """Allow deleting a non-empty directory and its whole content."""
+
+
+class DeleteOutput(ToolOutput):
+    """What ``delete`` returns."""
+
+    path: str
+    """What was deleted, relative to the workspace root."""
+    type: EntryType
+    """What it was."""
+
+    def to_model(self) -> str:
+        """One line saying what was deleted."""
+        return f"Deleted {self.type} `{self.path}`."
+
+
+def entry_type(mode: int) -> EntryType:
+    """The kind of a directory entry from its ``lstat`` mode."""
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISREG(mode):
+        return "file"
+    return "other"
+
+
+class Delete(Tool[DeleteArgs, DeleteOutput]):
+    """Deletes a path of the workspace."""
+
+    id = "delete"
+    kind = Kind.DELETE
+    description = (
+        "Delete a file, a symbolic link (the link itself, not what it points to) or a "
+        "directory in the workspace. A directory that is not empty is deleted only with "
+        "`recursive` set to true, and then everything in it goes. Deletion cannot be "
+        "undone.\n\n"
+        "Do not use it to empty or shorten a file (write or edit the file instead), and "
+        "do not delete files you did not create unless the user asked for it."
+    )
+
+    def run(self, ctx: Context, args: DeleteArgs) -> DeleteOutput:
+        """Delete the entry."""
+        fs = filesystem(ctx.resources)
+        entry = fs.locate(args.path)
+        shown = fs.show(entry)
+        if entry == fs.root:
+            raise ToolError(ErrorKind.PERMISSION_DENIED, "the workspace root cannot be deleted")
+        try:
+            kind = entry_type(os.lstat(entry).st_mode)
+            if kind != "directory":
+                os.unlink(entry)
+            elif args.recursive:
+                shutil.rmtree(entry)
+            else:
+                with os.scandir(entry) as children:
+                    if next(children, None) is not None:
+                        raise ToolError(
+                            ErrorKind.INVALID_PARAMS,
+                            f"`{shown}` is a directory that is not empty; set `recursive` "
+                            "to true to delete it with everything in it",
+                        )
+                os.rmdir(entry)
+        except OSError as exc:
+            raise os_error(exc, shown) from None
+        return DeleteOutput(path=shown, type=kind)

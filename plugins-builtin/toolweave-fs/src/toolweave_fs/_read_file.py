@@ -1,0 +1,215 @@
+"""``read_file``: numbered lines of a text file, a window at a time."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from pydantic import BaseModel, Field
+from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
+
+from toolweave_fs._filesystem import filesystem, os_error
+
+__all__ = ["ReadFile", "ReadFileArgs", "ReadFileOutput", "ReadFileParams"]
+
+_SNIFF_BYTES = 8192
+_CUT_MARK = " … [line cut]"
+
+
+class ReadFileArgs(BaseModel):
+    """Arguments of read_file."""
+
+    path: str = Field(description="Path of the file, relative to the workspace root.")
+    """Path of the file, relative to the workspace root (or absolute inside it)."""
+    offset: int = Field(
+        0,
+        ge=0,
+        description="Number of lines to skip before reading; to read on after a cut-off "
+        "output, pass the last line number shown.",
+    )
+    """Lines to skip before the first line returned."""
+    limit: int | None = Field(
+        None,
+        ge=1,
+        description="Most lines to return (default: the configured limit, usually 2000).",
+    )
+    """Most lines to return; ``None`` uses :attr:`ReadFileParams.default_limit`."""
+
+
+class ReadFileParams(BaseModel):
+    """Configuration of ``read_file``."""
+
+    default_limit: int = Field(2000, ge=1)
+    """Lines returned when the call gives no ``limit``."""
+    max_output_bytes: int = Field(100_000, ge=1)
+    """Size cap of the returned text; the output is cut at a line boundary before it."""
+    max_line_length: int = Field(2000, ge=1)
+    """Longer lines are cut to this many characters and marked as cut."""
+
+
+class ReadFileOutput(ToolOutput):
+    """What ``read_file`` returns."""
+
+    path: str
+    """The file, relative to the workspace root."""
+    content: str
+    """The returned lines (without numbers), joined with ``\\n``."""
+    start_line: int
+    """Number of the first returned line (from 1), or 0 when no line was returned."""
+    end_line: int
+    """Number of the last returned line, or 0 when no line was returned."""
+    total_lines: int
+    """Number of lines in the whole file."""
+    offset: int = 0
+    """The number of lines skipped, as asked."""
+    truncated: bool
+    """``True`` when lines after :attr:`end_line` were left out (limit or size cap)."""
+    next_offset: int | None = None
+    """The ``offset`` that reads on after this window, when :attr:`truncated`."""
+
+    def to_model(self) -> str:
+        """The lines numbered like ``cat -n``, with a note when the output was cut."""
+        if self.total_lines == 0:
+            return f"(`{self.path}` is empty)"
+        if self.end_line == 0:
+            return (
+                f"(`{self.path}` has {self.total_lines} lines; "
+                f"offset {self.offset} is past the end)"
+            )
+        count = self.end_line - self.start_line + 1
+        lines = self.content.split("\n", count - 1)
+        numbered = "\n".join(
+            f"{n:>6}\t{line}" for n, line in enumerate(lines, start=self.start_line)
+        )
+        if not self.truncated:
+            return numbered
+        return (
+            f"{numbered}\n[Showing lines {self.start_line}-{self.end_line} of "
+            f"{self.total_lines}. Read on with offset={self.end_line}.]"
+        )
+
+
+class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
+    """Reads a text file of the workspace (see the module docstring)."""
+
+    id = "read_file"
+    kind = Kind.READ
+    params = ReadFileParams
+    description = (
+        "Read a text file from the workspace. The lines come back numbered from 1, like "
+        "`cat -n`. Long files are returned a window at a time (by default the first 2000 "
+        "lines): `offset` skips lines, `limit` caps how many are returned, and a note at "
+        "the end says which offset reads on. Read a file before changing it, and change it "
+        "by editing the exact text rather than rewriting it whole.\n\n"
+        "Do not use it for directories (list them instead) or for binary files such as "
+        "images, archives or compiled code: they are refused."
+    )
+
+    def run(self, ctx: Context, args: ReadFileArgs) -> ReadFileOutput:
+        """Read the requested window of the file."""
+        fs = filesystem(ctx.resources)
+        params = ctx.params(ReadFileParams)
+        real = fs.resolve(args.path)
+        shown = fs.show(real)
+        try:
+            info = os.stat(real)
+            if stat.S_ISDIR(info.st_mode):
+                raise ToolError(
+                    ErrorKind.INVALID_PARAMS,
+                    f"`{shown}` is a directory; list it instead of reading it",
+                )
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is not a regular file")
+            with open(real, "rb") as fh:
+                if _is_binary(fh.read(_SNIFF_BYTES)):
+                    raise ToolError(
+                        ErrorKind.INVALID_PARAMS,
+                        f"`{shown}` is a binary file (or not UTF-8 text); "
+                        "read_file only reads text files",
+                    )
+                fh.seek(0)
+                return _window(fh, shown, args, params)
+        except OSError as exc:
+            raise os_error(exc, shown) from None
+
+
+def _is_binary(head: bytes) -> bool:
+    """Whether the first bytes of a file say it is not UTF-8 text."""
+    if b"\x00" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character cut by the end of the sample is still text.
+        return not (exc.reason == "unexpected end of data" and exc.start >= len(head) - 3)
+    return False
+
+
+def _lines(fh: BinaryIO, cap: int) -> Iterator[tuple[bytes, bool]]:
+    """Each line of ``fh`` without its line end, at most ``cap`` bytes, and whether it
+    was cut; a line is never held in memory whole."""
+    while True:
+        chunk = fh.readline(cap)
+        if not chunk:
+            return
+        if chunk.endswith(b"\n"):
+            yield chunk[:-1].removesuffix(b"\r"), False
+            continue
+        if len(chunk) < cap:
+            yield chunk.removesuffix(b"\r"), False  # the last line has no line end
+            return
+        rest = fh.readline(cap)
+        cut = rest not in (b"", b"\n", b"\r\n")
+        while rest and not rest.endswith(b"\n"):
+            rest = fh.readline(cap)
+        yield chunk, cut
+
+
+def _count_lines(fh: BinaryIO) -> int:
+    """Lines left in ``fh`` from a line boundary to its end."""
+    count = 0
+    last = b"\n"
+    while chunk := fh.read(1 << 20):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (last != b"\n")
+
+
+def _window(fh: BinaryIO, shown: str, args: ReadFileArgs, params: ReadFileParams) -> ReadFileOutput:
+    limit = args.limit if args.limit is not None else params.default_limit
+    max_chars = params.max_line_length
+    budget = params.max_output_bytes
+    out: list[str] = []
+    seen = 0
+    more = False
+    for raw, cut in _lines(fh, max_chars * 4 + 4):
+        seen += 1
+        if seen <= args.offset:
+            continue
+        if len(out) >= limit:
+            more = True
+            break
+        line = raw.decode("utf-8", "replace")
+        if cut or len(line) > max_chars:
+            line = line[:max_chars] + _CUT_MARK
+        cost = len(line.encode("utf-8", "replace")) + 8  # number, tab, newline
+        if out and cost > budget:
+            more = True
+            break
+        budget -= cost
+        out.append(line)
+    total = seen + _count_lines(fh) if more else seen
+    start = args.offset + 1
+    end = args.offset + len(out)
+    return ReadFileOutput(
+        path=shown,
+        content="\n".join(out),
+        start_line=start if out else 0,
+        end_line=end if out else 0,
+        total_lines=total,
+        offset=args.offset,
+        truncated=more,
+        next_offset=end if more else None,
+    )

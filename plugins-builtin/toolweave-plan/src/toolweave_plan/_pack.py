@@ -1,0 +1,3 @@
+"""The pack's hook implementations."""
+
+from __future__ import annotations

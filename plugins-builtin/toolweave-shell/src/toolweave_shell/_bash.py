@@ -1,0 +1,307 @@
+"""The ``bash`` tool: run a shell command in the workspace, streaming its output."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Mapping
+
+import anyio
+from pydantic import BaseModel, Field, model_validator
+from toolweave import (
+    Capabilities,
+    Context,
+    Environment,
+    ErrorKind,
+    Kind,
+    Progress,
+    Tool,
+    ToolError,
+    ToolOutput,
+)
+
+from toolweave_shell._notify import EXECUTION_NOTIFICATIONS, notify_end
+from toolweave_shell._output import CappedText, LineBatcher
+from toolweave_shell._tasks import ShellTasks, start_background
+from toolweave_shell._terminal import LocalTerminal, RunningCommand, Terminal
+
+__all__ = ["Bash", "BashArgs", "BashOutput", "BashParams", "describe_exit"]
+
+_POLL = 0.25
+"""Seconds between checks whether the shell ended while its output pipe stays open."""
+_DRAIN = 0.5
+"""Seconds to keep reading after the shell ended, for output still in the pipe."""
+
+
+class BashArgs(BaseModel):
+    """Arguments of ``bash``."""
+
+    command: str = Field(min_length=1, description="The shell command to run.")
+    """The shell command to run."""
+
+    timeout: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Milliseconds the command may run before it is stopped. Omit for the default; "
+            "values above the maximum allowed here are lowered to it."
+        ),
+    )
+    """Milliseconds the command may run; clamped to ``max_timeout_ms``."""
+
+    description: str | None = Field(
+        default=None,
+        description=(
+            "What the command does, in 5-10 words, for the user watching "
+            "(e.g. 'Run the parser unit tests')."
+        ),
+    )
+    """What the command does, for people watching."""
+
+    is_background: bool = Field(
+        default=False,
+        description=(
+            "Run the command in the background and return a task id at once, for servers, "
+            "watchers and other commands that run long or never end."
+        ),
+    )
+    """Start the command as a background task."""
+
+
+class BashParams(BaseModel):
+    """Configuration of ``bash``."""
+
+    enabled_background: bool = True
+    """Whether ``is_background`` may start background tasks."""
+
+    max_timeout_ms: int = Field(default=600_000, ge=1_000, le=3_600_000)
+    """The longest a foreground command may run; longer requests are lowered to it."""
+
+    default_timeout_ms: int = Field(default=120_000, ge=1_000, le=3_600_000)
+    """How long a foreground command may run when the call gives no ``timeout``."""
+
+    max_output_chars: int = Field(default=30_000, ge=200)
+    """Output beyond this keeps its first and last halves, with a marker in between."""
+
+    @model_validator(mode="after")
+    def _default_within_max(self) -> BashParams:
+        if self.default_timeout_ms > self.max_timeout_ms:
+            raise ValueError("default_timeout_ms must not exceed max_timeout_ms")
+        return self
+
+
+def describe_exit(code: int | None) -> str:
+    """How a command ended, in words (``exit code 2``, ``killed by SIGTERM``)."""
+    if code is None:
+        return "exit code unknown"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}"
+    return f"exit code {code}"
+
+
+class BashOutput(ToolOutput):
+    """What ``bash`` returns."""
+
+    output: str = ""
+    """Combined stdout and stderr (head and tail only, when ``truncated``)."""
+
+    exit_code: int | None = None
+    """The shell's exit code (negative: killed by that signal); ``None`` for a task."""
+
+    truncated: bool = False
+    """Whether the middle of the output was left out."""
+
+    timed_out: bool = False
+    """Whether the command ran out of time and was stopped."""
+
+    task_id: str | None = None
+    """The background task's id, when the command was started in the background."""
+
+    note: str | None = None
+    """What else happened, for the model (a stop, processes left running, a task)."""
+
+    def to_model(self) -> str:
+        """The output, then how the command ended when that is not a plain success."""
+        if self.task_id is not None:
+            return self.note or f"Started background task {self.task_id}."
+        parts = [self.output.rstrip("\n")] if self.output.strip() else []
+        if self.timed_out or (self.exit_code != 0):
+            parts.append(f"[{describe_exit(self.exit_code)}]")
+        elif not parts:
+            parts.append("(no output; exit code 0)")
+        if self.note:
+            parts.append(f"[{self.note}]")
+        return "\n".join(parts)
+
+
+def terminal_of(ctx: Context) -> Terminal:
+    """The session's terminal backend (a local one when the host gave none)."""
+    return ctx.resources.get_or_default(Terminal, LocalTerminal)
+
+
+def environment_of(ctx: Context) -> Mapping[str, str]:
+    """The environment commands get: the session's ``Environment``, else this process's."""
+    env = ctx.get(Environment)
+    return env.variables if env is not None else os.environ
+
+
+_DESCRIPTION = """\
+Run a shell command in the workspace and get back its output (stdout and stderr \
+combined, in the order written) and exit code.
+
+How commands run:
+- Every call starts a fresh non-interactive shell (`bash -c`) in the workspace root. \
+`cd`, exported variables and shell functions do not carry over to the next call: \
+chain dependent steps in one command (`cd web && npm test`).
+- Standard input is closed, so anything that waits for input fails instead of \
+hanging. Pass non-interactive flags (`-y`, `--yes`, `--no-edit`) and avoid \
+interactive programs (editors, pagers, REPLs, `git rebase -i`, `git add -p`).
+- `timeout` is in milliseconds; when it passes, the command and every process it \
+started are stopped and you get the output so far. Long-running work (dev servers, \
+file watchers, long builds you want to check on later) belongs in the background: \
+set `is_background` and the call returns a task id at once; read its new output, \
+wait for it or stop it with the background task tools. Do not append `&` yourself: \
+processes a foreground command leaves behind are stopped when it returns.
+- Very long output keeps only its beginning and end. Trim noisy commands yourself \
+(`--quiet`, `| tail -n 50`, `| head -n 100`).
+
+Use it for builds, tests, linters, formatters, package managers, git and other \
+programs. Do not use it to read, search, list or edit files when the session has \
+dedicated file and search tools: those are faster, confined to the workspace and \
+easier for the user to review (so no `cat`, `head`, `grep`, `find`, `ls`, `sed -i` or \
+`echo >` for files they can handle).
+
+Quote paths that contain spaces. Give a short `description` of what the command does. \
+Be careful with commands that destroy work or reach outside the workspace (`rm -rf`, \
+`git reset --hard`, `git push --force`, installing system packages): run them only when \
+the user asked for exactly that."""
+
+
+class Bash(Tool[BashArgs, BashOutput]):
+    """Run a shell command in the workspace; stream its output while it runs."""
+
+    id = "bash"
+    namespace = "shell"
+    kind = Kind.EXECUTE
+    description = _DESCRIPTION
+    capabilities = Capabilities(read_only=False, scope="system", timeout=3_630.0)
+    params = BashParams
+    emitted_notifications = EXECUTION_NOTIFICATIONS
+
+    async def stream(self, ctx: Context, args: BashArgs) -> AsyncIterator[Progress | BashOutput]:
+        """Start the command and yield its output lines as they come, then the result."""
+        params = ctx.params(BashParams)
+        terminal = terminal_of(ctx)
+        env = environment_of(ctx)
+        if args.is_background:
+            if not params.enabled_background:
+                raise ToolError(
+                    ErrorKind.INVALID_PARAMS,
+                    "Background commands are turned off in this session; run the command "
+                    "without is_background (with a timeout if it takes long).",
+                )
+            record = await start_background(
+                ctx, terminal, args.command, args.description, env, ctx.state(ShellTasks)
+            )
+            yield BashOutput(
+                task_id=record.id,
+                note=(
+                    f"Started background task {record.id} (pid {record.pid}). It keeps "
+                    "running after this call; read its new output, wait for it or stop it "
+                    "with the background task tools, using this task id."
+                ),
+            )
+            return
+        limit_ms = min(args.timeout or params.default_timeout_ms, params.max_timeout_ms)
+        try:
+            process = await terminal.run(args.command, cwd=ctx.session.workspace, env=env)
+        except OSError as exc:
+            raise ToolError(
+                ErrorKind.EXECUTION_ERROR, f"The shell could not be started: {exc}"
+            ) from exc
+        async for item in _follow(ctx, process, args, limit_ms, params.max_output_chars):
+            yield item
+
+
+async def _follow(
+    ctx: Context, process: RunningCommand, args: BashArgs, limit_ms: int, cap: int
+) -> AsyncIterator[Progress | BashOutput]:
+    """Stream the output of a started foreground command until it ends or times out."""
+    started = time.monotonic()
+    deadline = anyio.current_time() + limit_ms / 1000
+    text = CappedText(cap)
+    lines = LineBatcher()
+    timed_out = False
+    leftovers = False
+    finished = False
+    exited_at: float | None = None
+    try:
+        while True:
+            now = anyio.current_time()
+            if exited_at is None and process.returncode is not None:
+                exited_at = now
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is not None and now - exited_at > _DRAIN:
+                leftovers = True  # the shell is gone, something it started holds the pipe
+                break
+            chunk: bytes | None = None
+            with anyio.move_on_after(min(deadline - now, _POLL)):
+                chunk = await process.receive()
+            if chunk is None:
+                continue
+            if not chunk:
+                break
+            decoded, complete = lines.feed(chunk)
+            text.append(decoded)
+            if complete:
+                yield Progress(message=complete)
+        if timed_out or leftovers:
+            await process.kill()
+        rest, last = lines.flush()
+        text.append(rest)
+        if last:
+            yield Progress(message=last)
+        await process.aclose()
+        finished = True
+    finally:
+        if not finished:  # cancelled, failed, or closed early: leave nothing running
+            with anyio.CancelScope(shield=True):
+                await process.aclose()
+    code = process.returncode
+    note = None
+    if timed_out:
+        seconds = limit_ms / 1000
+        note = (
+            f"timed out after {seconds:g} s: the command and the processes it started were "
+            "stopped; run long commands in the background or give a longer timeout"
+        )
+    elif leftovers:
+        note = (
+            "the command left processes running that kept its output open; they were "
+            "stopped (use is_background for servers and watchers)"
+        )
+    notify_end(
+        ctx,
+        code,
+        timed_out=timed_out,
+        data={
+            "command": args.command,
+            "description": args.description,
+            "background": False,
+            "duration_ms": int((time.monotonic() - started) * 1000),
+        },
+    )
+    yield BashOutput(
+        output=text.text(),
+        exit_code=code,
+        truncated=text.truncated,
+        timed_out=timed_out,
+        note=note,
+    )

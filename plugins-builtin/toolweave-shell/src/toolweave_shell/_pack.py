@@ -1,0 +1,26 @@
+"""The pack's hook implementations: what toolweave calls when it loads the pack."""
+
+from __future__ import annotations
+
+from toolweave import Resources, Session, ToolSetBuilder, hookimpl
+
+from toolweave_shell._bash import Bash
+from toolweave_shell._task_tools import KillTask, TaskOutput, WaitTasks
+from toolweave_shell._tasks import BackgroundTasks
+from toolweave_shell._terminal import LocalTerminal, Terminal
+
+
+@hookimpl
+def register_tools(builder: ToolSetBuilder) -> None:
+    """Register ``bash`` and the background-task tools."""
+    builder.add(Bash)
+    builder.add(TaskOutput)
+    builder.add(WaitTasks)
+    builder.add(KillTask)
+
+
+@hookimpl
+def provide_resources(resources: Resources, session: Session) -> None:
+    """Give the session a local terminal and a task manager, unless the host gave its own."""
+    resources.get_or_default(Terminal, LocalTerminal)
+    resources.get_or_default(BackgroundTasks, BackgroundTasks)

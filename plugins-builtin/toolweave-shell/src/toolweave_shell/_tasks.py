@@ -1,0 +1,463 @@
+"""Background tasks: commands that outlive the call that started them.
+
+A task's record (command, status, exit code, where its output goes, how much of it
+the model has read) is persisted session state (:class:`ShellTasks`), so a host that
+restarts still knows its tasks. The live process handles are kept by
+:class:`BackgroundTasks`, a resource shared by the host's sessions. Output goes to a
+file per task; when a task ends, a small file beside it records the exit code, so an
+end seen by a host that then stopped is not lost either. A task whose process is gone
+with no such record is reported as ``lost``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import anyio.lowlevel
+from anyio.from_thread import run_sync as run_in_loop
+from pydantic import BaseModel, Field
+from toolweave import Context, ErrorKind, ToolError
+from toolweave.notifications import Notification
+
+from toolweave_shell._notify import EXECUTION_NOTIFICATIONS, end_notification
+from toolweave_shell._output import cap_text, omission_marker
+from toolweave_shell._terminal import BackgroundProcess, Terminal
+
+__all__ = [
+    "BackgroundTasks",
+    "ShellTasks",
+    "TaskRecord",
+    "TaskStatus",
+    "default_task_root",
+    "start_background",
+]
+
+logger = logging.getLogger("toolweave.shell")
+
+TaskStatus = Literal["running", "completed", "failed", "killed", "lost"]
+"""``completed``: exit code 0; ``failed``: another exit code; ``killed``: stopped by a
+tool; ``lost``: the process is gone and how it ended is unknown (the host restarted)."""
+
+FINISHED: frozenset[str] = frozenset({"completed", "failed", "killed", "lost"})
+
+
+class TaskRecord(BaseModel):
+    """What the session remembers about one background task."""
+
+    id: str
+    """The task id the model uses (``task-3``)."""
+
+    command: str
+    """The command line."""
+
+    description: str | None = None
+    """What the command does, as the model described it."""
+
+    status: TaskStatus = "running"
+    """Where the task stands."""
+
+    exit_code: int | None = None
+    """The exit code once known (negative: killed by that signal)."""
+
+    pid: int = 0
+    """The process id of the task's shell (also its process group id)."""
+
+    process: dict[str, Any] = Field(default_factory=dict)
+    """The terminal's reference to the process, to find it again after a restart."""
+
+    started_at: float = 0.0
+    """When the task started (seconds since the epoch)."""
+
+    ended_at: float | None = None
+    """When the task's end was seen (seconds since the epoch)."""
+
+    output_path: str = ""
+    """The file the task's combined output goes to."""
+
+    read_offset: int = 0
+    """How many bytes of the output the model has read."""
+
+    note: str | None = None
+    """Why the task ended the way it did, when that needs saying."""
+
+    @property
+    def finished(self) -> bool:
+        """Whether the task has ended (in any way)."""
+        return self.status in FINISHED
+
+
+class ShellTasks(BaseModel):
+    """The background tasks of a session (persisted session state)."""
+
+    state_key: ClassVar[str] = "shell.tasks"
+
+    tasks: dict[str, TaskRecord] = Field(default_factory=dict)
+    """Every task started in the session, by id, oldest first."""
+
+    next_number: int = 1
+    """The number of the next task id."""
+
+
+def default_task_root() -> Path:
+    """Where task output goes unless the host says otherwise: a private temp folder."""
+    uid = getattr(os, "getuid", lambda: "user")()
+    return Path(tempfile.gettempdir()) / f"toolweave-{uid}" / "tasks"
+
+
+def _folder_name(session_id: str) -> str:
+    if re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", session_id) and session_id not in {".", ".."}:
+        return session_id
+    return hashlib.sha256(session_id.encode()).hexdigest()[:32]
+
+
+def _complete_utf8(data: bytes) -> int:
+    """How many leading bytes of ``data`` end on a character boundary."""
+    size = len(data)
+    for back in range(1, min(4, size) + 1):
+        byte = data[size - back]
+        if byte < 0x80:
+            return size
+        if byte >= 0xC0:  # the leading byte of the last sequence: is the sequence whole?
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return size if back >= need else size - back
+    return size
+
+
+class BackgroundTasks:
+    """The live processes of background tasks, for every session of a host.
+
+    The pack puts one into the resources of each session that has none; a host that
+    wants task output elsewhere inserts its own (``BackgroundTasks(root=...)``) into the
+    shared resources first.
+
+    Args:
+        root: The folder that holds one folder of task output per session.
+    """
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else default_task_root()
+        self._live: dict[tuple[str, str], BackgroundProcess] = {}
+        self._exits: dict[tuple[str, str], int | None] = {}
+        self._killing: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"BackgroundTasks(root={str(self.root)!r}, live={len(self._live)})"
+
+    def folder(self, session_id: str) -> Path:
+        """The folder holding the output of ``session_id``'s tasks."""
+        return self.root / _folder_name(session_id)
+
+    # -- starting ---------------------------------------------------------------------
+
+    def start(
+        self,
+        state: ShellTasks,
+        terminal: Terminal,
+        *,
+        session_id: str,
+        command: str,
+        description: str | None,
+        cwd: Path,
+        env: Mapping[str, str],
+        on_end: Callable[[str, int | None, bool], None] | None = None,
+    ) -> TaskRecord:
+        """Start ``command`` as a new task of ``state`` and record it there.
+
+        Args:
+            on_end: Called from another thread when the task ends, with the task id, the
+                exit code and whether a tool killed it.
+
+        Raises:
+            ToolError: ``execution_error`` when the shell could not be started.
+        """
+        number = state.next_number
+        task_id = f"task-{number}"
+        while task_id in state.tasks:
+            number += 1
+            task_id = f"task-{number}"
+        state.next_number = number + 1
+        folder = self.folder(session_id)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        output = folder / f"{task_id}.log"
+        exit_file = output.with_suffix(".exit")
+        with contextlib.suppress(OSError):
+            output.unlink()
+            exit_file.unlink()
+        key = (session_id, task_id)
+        record = TaskRecord(
+            id=task_id,
+            command=command,
+            description=description,
+            started_at=time.time(),
+            output_path=str(output),
+        )
+
+        def ended(code: int | None) -> None:
+            with self._lock:
+                self._exits[key] = code
+                killed = key in self._killing
+            data = {"exit_code": code, "ended_at": time.time(), "killed": killed}
+            try:
+                tmp = exit_file.with_suffix(".exit.tmp")
+                tmp.write_text(json.dumps(data))
+                os.replace(tmp, exit_file)
+            except OSError:
+                logger.warning("could not record the end of %s in %s", task_id, exit_file)
+            if on_end is not None:
+                try:
+                    on_end(task_id, code, killed)
+                except Exception:
+                    logger.exception("reporting the end of %s failed", task_id)
+
+        try:
+            process = terminal.spawn(command, cwd=cwd, env=env, output=output, on_exit=ended)
+        except OSError as exc:
+            state.next_number = number  # the number was not used
+            raise ToolError(
+                ErrorKind.EXECUTION_ERROR, f"The shell could not be started: {exc}"
+            ) from exc
+        record.pid = process.pid
+        record.process = process.ref()
+        with self._lock:
+            self._live[key] = process
+        state.tasks[task_id] = record
+        return record
+
+    # -- keeping records true -----------------------------------------------------------
+
+    def refresh(self, state: ShellTasks, terminal: Terminal, session_id: str) -> None:
+        """Bring every running record of ``state`` up to date with its process."""
+        for record in state.tasks.values():
+            if record.finished:
+                continue
+            key = (session_id, record.id)
+            with self._lock:
+                live = self._live.get(key)
+                known = key in self._exits
+                code = self._exits.get(key)
+                killed = key in self._killing
+            if known:
+                self._finish(record, code, killed)
+                continue
+            if live is None:
+                ended = self._read_exit_file(record)
+                if ended is not None:
+                    self._finish(record, ended[0], ended[1], ended_at=ended[2])
+                    continue
+                live = terminal.attach(record.process) if record.process else None
+                if live is None:
+                    self._lose(record)
+                    continue
+                with self._lock:
+                    self._live[key] = live
+            if not live.running and live.returncode is None:
+                ended = self._read_exit_file(record)
+                if ended is not None:
+                    self._finish(record, ended[0], ended[1], ended_at=ended[2])
+                elif killed:
+                    self._finish(record, None, True)
+                else:
+                    self._lose(record)
+
+    def _finish(
+        self, record: TaskRecord, code: int | None, killed: bool, *, ended_at: float | None = None
+    ) -> None:
+        record.exit_code = code
+        record.ended_at = ended_at if ended_at is not None else time.time()
+        if killed:
+            record.status = "killed"
+        else:
+            record.status = "completed" if code == 0 else "failed"
+
+    def _lose(self, record: TaskRecord) -> None:
+        record.status = "lost"
+        record.ended_at = time.time()
+        record.note = (
+            "the process is gone and its end was not seen (the host restarted while it ran), "
+            "so its exit code is unknown; its output so far can still be read"
+        )
+
+    def _read_exit_file(self, record: TaskRecord) -> tuple[int | None, bool, float] | None:
+        path = Path(record.output_path).with_suffix(".exit")
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        code = data.get("exit_code")
+        ended_at = data.get("ended_at")
+        return (
+            code if isinstance(code, int) else None,
+            bool(data.get("killed")),
+            float(ended_at) if isinstance(ended_at, (int, float)) else time.time(),
+        )
+
+    # -- acting on tasks ------------------------------------------------------------------
+
+    def get(self, state: ShellTasks, task_id: str) -> TaskRecord:
+        """The record of ``task_id``.
+
+        Raises:
+            ToolError: ``not_found`` naming the known task ids.
+        """
+        record = state.tasks.get(task_id.strip())
+        if record is None:
+            known = ", ".join(state.tasks) or "none yet"
+            raise ToolError(
+                ErrorKind.NOT_FOUND,
+                f"There is no background task {task_id!r} in this session (tasks: {known}).",
+            )
+        return record
+
+    async def kill(
+        self, state: ShellTasks, terminal: Terminal, session_id: str, record: TaskRecord
+    ) -> None:
+        """Stop a running task's whole process group and record it as killed."""
+        key = (session_id, record.id)
+        with self._lock:
+            self._killing.add(key)
+            live = self._live.get(key)
+        if live is None:
+            self.refresh(state, terminal, session_id)
+            with self._lock:
+                live = self._live.get(key)
+        if live is not None and not record.finished:
+            await live.kill()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                while live.running:
+                    await anyio.sleep(0.01)
+        self.refresh(state, terminal, session_id)
+        if not record.finished and live is not None and not live.running:
+            self._finish(record, live.returncode, True)
+
+    def read_new(self, record: TaskRecord, limit: int) -> tuple[str, bool]:
+        """The output the model has not read yet (at most about ``limit`` characters).
+
+        Moves the record's read offset to the end of what was returned. Output in the
+        middle of a long stretch is left out (head and tail kept, with a marker).
+
+        Returns:
+            The text and whether some of it was left out.
+        """
+        path = Path(record.output_path)
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                start = min(record.read_offset, size)
+                if size <= start:
+                    return "", False
+                budget = max(limit, 1) * 4  # bytes enough for ``limit`` characters
+                if size - start <= 2 * budget:
+                    fh.seek(start)
+                    data = fh.read(size - start)
+                    end = start + len(data)
+                    if not record.finished:
+                        keep = _complete_utf8(data)
+                        end = start + keep
+                        data = data[:keep]
+                    record.read_offset = end
+                    return cap_text(data.decode("utf-8", "replace"), limit)
+                fh.seek(start)
+                head = fh.read(budget)
+                fh.seek(size - budget)
+                tail = fh.read(budget)
+        except FileNotFoundError:
+            return "", False
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        head_text = decoder.decode(head)
+        tail_keep = len(tail) if record.finished else _complete_utf8(tail)
+        tail_text = tail[:tail_keep].decode("utf-8", "replace")
+        record.read_offset = size - budget + tail_keep
+        skipped = size - start - len(head) - len(tail)
+        half = limit // 2
+        head_text = head_text[:half]
+        tail_text = tail_text[-(limit - half) :]
+        marker = omission_marker(skipped, 0).replace("characters", "bytes and more")
+        return head_text + marker + tail_text, True
+
+    async def kill_all(self) -> None:
+        """Stop every task this host started or found again (for a host shutting down)."""
+        with self._lock:
+            items = list(self._live.items())
+            self._killing.update(key for key, _ in items)
+        for _, process in items:
+            if process.running:
+                await process.kill()
+
+    def forget(self, session_id: str, task_id: str) -> None:
+        """Drop the live handle of a finished task."""
+        key = (session_id, task_id)
+        with self._lock:
+            self._live.pop(key, None)
+            self._exits.pop(key, None)
+            self._killing.discard(key)
+
+
+def tasks_of(ctx: Context) -> BackgroundTasks:
+    """The session's background-task manager (one shared by the host when none is given)."""
+    return ctx.resources.get_or_default(BackgroundTasks, BackgroundTasks)
+
+
+async def start_background(
+    ctx: Context,
+    terminal: Terminal,
+    command: str,
+    description: str | None,
+    env: Mapping[str, str],
+    state: ShellTasks,
+) -> TaskRecord:
+    """Start ``command`` as a background task of the calling session.
+
+    When the task ends, the session's notifier gets ``execution_complete`` (exit code 0)
+    or ``execution_failed``, delivered in the event loop that started it.
+    """
+    manager = tasks_of(ctx)
+    manager.refresh(state, terminal, ctx.session_id)
+    token = anyio.lowlevel.current_token()
+    session = ctx.session
+    tool = ctx.entry.tool.fqid if ctx.entry is not None else ""
+    call_id = ctx.call_id
+
+    def on_end(task_id: str, code: int | None, killed: bool) -> None:
+        notification = Notification(
+            name=end_notification(code),
+            data={
+                "task_id": task_id,
+                "command": command,
+                "description": description,
+                "background": True,
+                "exit_code": code,
+                "killed": killed,
+            },
+            tool=tool,
+            session_id=session.session_id,
+            call_id=call_id,
+        )
+        with contextlib.suppress(anyio.RunFinishedError):
+            run_in_loop(session.notifier.emit, notification, EXECUTION_NOTIFICATIONS, token=token)
+
+    return manager.start(
+        state,
+        terminal,
+        session_id=ctx.session_id,
+        command=command,
+        description=description,
+        cwd=ctx.session.workspace,
+        env=env,
+        on_end=on_end,
+    )

@@ -1,0 +1,302 @@
+"""The terminal backend: how a command starts, streams its output and is stopped.
+
+The shell tools never start processes themselves; they ask the session's
+:class:`Terminal` resource. The pack provides a :class:`LocalTerminal` for every
+session; a host that runs commands elsewhere (a container, a remote machine) inserts
+its own :class:`Terminal` subclass into the resources first, and the pack leaves it
+alone.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+
+from toolweave_shell._procs import boot_id, kill_group, process_alive, start_ticks
+
+__all__ = [
+    "BackgroundProcess",
+    "ExitCallback",
+    "LocalTerminal",
+    "RunningCommand",
+    "Terminal",
+]
+
+ExitCallback = Callable[[int | None], None]
+"""Called once, from any thread, when a background process ends (its exit code)."""
+
+
+class RunningCommand(Protocol):
+    """A command started in the foreground: its combined output arrives through a pipe."""
+
+    @property
+    def pid(self) -> int:
+        """The process id of the command's shell (also its process group id)."""
+        ...
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once the shell has ended (negative: killed by that signal)."""
+        ...
+
+    async def receive(self) -> bytes:
+        """The next chunk of combined stdout and stderr; ``b""`` once the pipe is closed."""
+        ...
+
+    async def kill(self) -> None:
+        """Stop the whole process group (children and grandchildren), even when cancelled."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the pipe and reap the process (stopping it first if it still runs)."""
+        ...
+
+
+class BackgroundProcess(Protocol):
+    """A command started in the background, writing its output to a file."""
+
+    @property
+    def pid(self) -> int:
+        """The process id of the command's shell (also its process group id)."""
+        ...
+
+    @property
+    def running(self) -> bool:
+        """Whether the command still runs (checked now, never blocks)."""
+        ...
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code when known (``None`` while running, or when it cannot be known)."""
+        ...
+
+    def ref(self) -> dict[str, Any]:
+        """JSON-able data that lets :meth:`Terminal.attach` find the process again."""
+        ...
+
+    async def kill(self) -> None:
+        """Stop the whole process group, even when cancelled."""
+        ...
+
+
+class Terminal:
+    """Runs shell commands for the shell tools; subclass it to run them elsewhere.
+
+    Every command runs in a process group of its own, so that stopping it stops
+    everything it started.
+    """
+
+    async def run(self, command: str, *, cwd: Path, env: Mapping[str, str]) -> RunningCommand:
+        """Start ``command`` with its combined output piped back.
+
+        Raises:
+            OSError: The shell could not be started.
+        """
+        raise NotImplementedError
+
+    def spawn(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        output: Path,
+        on_exit: ExitCallback,
+    ) -> BackgroundProcess:
+        """Start ``command`` in the background, appending its combined output to ``output``.
+
+        ``on_exit`` is called once with the exit code when the command ends.
+
+        Raises:
+            OSError: The shell could not be started.
+        """
+        raise NotImplementedError
+
+    def attach(self, ref: Mapping[str, Any]) -> BackgroundProcess | None:
+        """Find a background process again from its :meth:`BackgroundProcess.ref`.
+
+        Used after the host restarted. Returns ``None`` when the process is gone.
+        """
+        raise NotImplementedError
+
+
+def default_shell() -> str:
+    """``bash`` when the machine has it, else ``/bin/sh``."""
+    return shutil.which("bash") or "/bin/sh"
+
+
+class LocalTerminal(Terminal):
+    """Runs commands on this machine, each in a new session and process group.
+
+    Args:
+        shell: The shell that runs ``shell -c command`` (default: ``bash``, else ``sh``).
+        kill_grace: Seconds a process group gets to exit after SIGTERM before SIGKILL.
+    """
+
+    def __init__(self, *, shell: str | None = None, kill_grace: float = 2.0) -> None:
+        self.shell = shell or default_shell()
+        self.kill_grace = kill_grace
+
+    def __repr__(self) -> str:
+        return f"LocalTerminal(shell={self.shell!r}, kill_grace={self.kill_grace!r})"
+
+    async def run(self, command: str, *, cwd: Path, env: Mapping[str, str]) -> RunningCommand:
+        """See :meth:`Terminal.run`."""
+        process = await anyio.open_process(
+            [self.shell, "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+        return _PipedProcess(process, self.kill_grace)
+
+    def spawn(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        output: Path,
+        on_exit: ExitCallback,
+    ) -> BackgroundProcess:
+        """See :meth:`Terminal.spawn`."""
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with open(output, "ab") as sink:
+            popen = subprocess.Popen(
+                [self.shell, "-c", command],
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=dict(env),
+                start_new_session=True,
+                close_fds=True,
+            )
+        return _SpawnedProcess(popen, self.kill_grace, on_exit)
+
+    def attach(self, ref: Mapping[str, Any]) -> BackgroundProcess | None:
+        """See :meth:`Terminal.attach`."""
+        pid = ref.get("pid")
+        if not isinstance(pid, int):
+            return None
+        started = ref.get("start")
+        boot = ref.get("boot")
+        if boot is not None and boot != boot_id():
+            return None
+        process = _AttachedProcess(
+            pid, started if isinstance(started, int) else None, self.kill_grace
+        )
+        return process if process.running else None
+
+
+class _PipedProcess:
+    """A foreground command started by :class:`LocalTerminal`."""
+
+    __slots__ = ("_grace", "_process")
+
+    def __init__(self, process: anyio.abc.Process, grace: float) -> None:
+        self._process = process
+        self._grace = grace
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
+    async def receive(self) -> bytes:
+        stdout = self._process.stdout
+        assert stdout is not None
+        try:
+            return await stdout.receive(65536)
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return b""
+
+    async def kill(self) -> None:
+        await kill_group(self._process.pid, self._grace)
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            if self._process.returncode is None:
+                await self.kill()
+            await self._process.aclose()
+
+
+class _SpawnedProcess:
+    """A background command started by :class:`LocalTerminal` in this host."""
+
+    __slots__ = ("_grace", "_popen", "_start")
+
+    def __init__(self, popen: subprocess.Popen[bytes], grace: float, on_exit: ExitCallback) -> None:
+        self._popen = popen
+        self._grace = grace
+        self._start = start_ticks(popen.pid)
+
+        def watch() -> None:
+            code = popen.wait()
+            on_exit(code)
+
+        threading.Thread(target=watch, name=f"toolweave-task-{popen.pid}", daemon=True).start()
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def running(self) -> bool:
+        return self._popen.returncode is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    def ref(self) -> dict[str, Any]:
+        return {"pid": self._popen.pid, "start": self._start, "boot": boot_id()}
+
+    async def kill(self) -> None:
+        await kill_group(self._popen.pid, self._grace)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+            while self._popen.returncode is None:  # the watcher thread reaps it
+                await anyio.sleep(0.01)
+
+
+class _AttachedProcess:
+    """A background command found again after the host restarted (not our child)."""
+
+    __slots__ = ("_grace", "_pid", "_start")
+
+    def __init__(self, pid: int, start: int | None, grace: float) -> None:
+        self._pid = pid
+        self._start = start
+        self._grace = grace
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    @property
+    def running(self) -> bool:
+        return process_alive(self._pid, self._start)
+
+    @property
+    def returncode(self) -> int | None:
+        return None
+
+    def ref(self) -> dict[str, Any]:
+        return {"pid": self._pid, "start": self._start, "boot": boot_id()}
+
+    async def kill(self) -> None:
+        if self.running:  # the id still names the process we started: its own group
+            await kill_group(self._pid, self._grace)

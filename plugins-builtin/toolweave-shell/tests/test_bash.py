@@ -1,0 +1,251 @@
+"""Unit tests of the ``bash`` tool: streaming, exit codes, output cap, timeouts, cancel."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from toolweave import CallResult, Environment, ErrorKind, Progress
+from toolweave.notifications import Notification
+from toolweave_shell._procs import process_alive
+
+from .conftest import SessionFactory
+
+pytestmark = pytest.mark.anyio
+
+
+def _pids(path: Path) -> list[int]:
+    return [int(line) for line in path.read_text().split()]
+
+
+async def _wait_for_file(path: Path, lines: int = 1, timeout: float = 10.0) -> None:
+    with anyio.fail_after(timeout):
+        while not path.exists() or len(path.read_text().split()) < lines:
+            await anyio.sleep(0.01)
+
+
+async def _wait_dead(pids: list[int], timeout: float = 3.0) -> list[int]:
+    """The pids still alive after ``timeout`` seconds (empty: all gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if process_alive(p)]
+        if not alive:
+            return []
+        await anyio.sleep(0.02)
+    return [p for p in pids if process_alive(p)]
+
+
+async def test_progress_arrives_before_the_command_ends(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """The first line streams out while the command still waits for a file only the test
+    writes after seeing that line, so progress cannot have been buffered until the end."""
+    session = make_session()
+    command = "echo first; while [ ! -f go ]; do sleep 0.02; done; echo second"
+    items: list[Progress | CallResult] = []
+    async with session.stream("bash", {"command": command}, "c1") as stream:
+        async for item in stream:
+            items.append(item)
+            if isinstance(item, Progress) and "first" in item.message:
+                assert not any(isinstance(i, CallResult) for i in items)
+                (workspace / "go").touch()
+    result = items[-1]
+    assert isinstance(result, CallResult)
+    assert result.error is None, result.text
+    assert result.output["output"] == "first\nsecond\n"
+    assert result.output["exit_code"] == 0
+    messages = [i.message for i in items if isinstance(i, Progress)]
+    assert messages == ["first", "second"]
+
+
+async def test_exit_codes_are_reported(make_session: SessionFactory) -> None:
+    """A zero exit is plain output; other exits and signals are named in the model text."""
+    session = make_session()
+    ok = await session.call("bash", {"command": "echo fine"})
+    assert ok.error is None
+    assert ok.output["exit_code"] == 0
+    assert ok.text == "fine"
+    failed = await session.call("bash", {"command": "echo oops >&2; exit 3"})
+    assert failed.error is None
+    assert failed.output["exit_code"] == 3
+    assert failed.text == "oops\n[exit code 3]"
+    signalled = await session.call("bash", {"command": "kill -TERM $$"})
+    assert signalled.output["exit_code"] == -15
+    assert "killed by SIGTERM" in signalled.text
+    silent = await session.call("bash", {"command": "true"})
+    assert silent.text == "(no output; exit code 0)"
+
+
+async def test_stdout_and_stderr_are_combined_in_order(make_session: SessionFactory) -> None:
+    """Both streams end up in one text in the order the command wrote them."""
+    session = make_session()
+    result = await session.call(
+        "bash", {"command": "echo one; echo two >&2; echo three; echo four >&2"}
+    )
+    assert result.output["output"] == "one\ntwo\nthree\nfour\n"
+
+
+async def test_output_beyond_the_cap_keeps_head_and_tail(make_session: SessionFactory) -> None:
+    """With a 1000-character cap, 20000 lines keep their start and end around a marker."""
+    session = make_session({"tools": [{"id": "bash", "params": {"max_output_chars": 1000}}]})
+    result = await session.call("bash", {"command": "seq 1 20000"})
+    assert result.error is None
+    out = result.output["output"]
+    assert result.output["truncated"] is True
+    assert out.startswith("1\n2\n3\n")
+    assert out.rstrip().endswith("19999\n20000")
+    assert "of output omitted here" in out
+    assert len(out) < 1200
+    small = await session.call("bash", {"command": "seq 1 10"})
+    assert small.output["truncated"] is False
+
+
+async def test_timeout_kills_the_whole_process_tree(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """On timeout the shell, a sleeping grandchild and one that ignores SIGTERM are all
+    gone when the call returns, and the result says the command timed out."""
+    session = make_session()
+    command = (
+        "sleep 60 & echo $! >> pids; "
+        "(trap '' TERM; exec sleep 61) & echo $! >> pids; "
+        "echo started; wait"
+    )
+    started = time.monotonic()
+    result = await session.call("bash", {"command": command, "timeout": 500})
+    elapsed = time.monotonic() - started
+    assert result.error is None, result.text
+    assert result.output["timed_out"] is True
+    assert result.output["output"] == "started\n"
+    assert "timed out after 0.5 s" in result.text
+    pids = _pids(workspace / "pids")
+    assert len(pids) == 2
+    assert [p for p in pids if process_alive(p)] == []
+    assert elapsed < 5
+
+
+async def test_requested_timeout_is_clamped_to_the_maximum(
+    make_session: SessionFactory,
+) -> None:
+    """A timeout above ``max_timeout_ms`` is lowered to it."""
+    session = make_session(
+        {
+            "tools": [
+                {"id": "bash", "params": {"max_timeout_ms": 1000, "default_timeout_ms": 1000}}
+            ]
+        }
+    )
+    started = time.monotonic()
+    result = await session.call("bash", {"command": "sleep 30", "timeout": 100_000})
+    assert result.output["timed_out"] is True
+    assert "timed out after 1 s" in result.text
+    assert time.monotonic() - started < 5
+
+
+async def test_cancel_kills_the_whole_process_tree(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """Cancelling the call by id stops the command and its grandchildren before the
+    cancelled result comes back."""
+    session = make_session()
+    command = "sleep 60 & echo $! >> pids; (trap '' TERM; exec sleep 61) & echo $! >> pids; wait"
+    results: list[CallResult] = []
+
+    async def run() -> None:
+        results.append(await session.call("bash", {"command": command}, "call-1"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await _wait_for_file(workspace / "pids", lines=2)
+        assert session.cancel("call-1")
+    [result] = results
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.CANCELLED
+    pids = _pids(workspace / "pids")
+    assert [p for p in pids if process_alive(p)] == []
+
+
+async def test_closing_a_stream_early_kills_the_command(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """A host that stops reading a stream after the first line leaves nothing running."""
+    session = make_session()
+    command = "echo $$ > pid; echo ready; sleep 60"
+    async with session.stream("bash", {"command": command}, "c2") as stream:
+        async for item in stream:
+            if isinstance(item, Progress):
+                break
+    pid = _pids(workspace / "pid")[0]
+    assert await _wait_dead([pid], timeout=0.5) == []
+
+
+async def test_processes_left_holding_the_output_are_stopped(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """A command that backgrounds a process with ``&`` returns soon after its shell ends;
+    the leftover process is stopped and the model is told why."""
+    session = make_session()
+    started = time.monotonic()
+    result = await session.call("bash", {"command": "sleep 30 & echo $! > pid; echo done"})
+    assert time.monotonic() - started < 5
+    assert result.output["output"] == "done\n"
+    assert result.output["exit_code"] == 0
+    assert "left processes running" in result.text
+    assert await _wait_dead(_pids(workspace / "pid")) == []
+
+
+async def test_runs_in_the_workspace_with_the_session_environment(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """The command starts in the workspace root and sees the ``Environment`` resource."""
+    session = make_session()
+    session.set_resource(Environment({"PATH": os.environ["PATH"], "TW_GREETING": "hello"}))
+    result = await session.call("bash", {"command": 'pwd; echo "$TW_GREETING"; echo "${HOME:-unset}"'})
+    assert result.output["output"] == f"{workspace.resolve()}\nhello\nunset\n"
+
+
+async def test_end_notifications(make_session: SessionFactory) -> None:
+    """Each foreground command emits complete, failed or timeout when it ends."""
+    session = make_session()
+    seen: list[Notification] = []
+    session.notifier.subscribe(seen.append)
+    await session.call("bash", {"command": "true", "description": "succeed"})
+    await session.call("bash", {"command": "false"})
+    await session.call("bash", {"command": "sleep 10", "timeout": 200})
+    assert [n.name for n in seen] == [
+        "execution_complete",
+        "execution_failed",
+        "execution_timeout",
+    ]
+    assert seen[0].data["description"] == "succeed"
+    assert seen[0].data["exit_code"] == 0
+    assert seen[1].data["exit_code"] == 1
+    assert seen[0].tool == "shell:bash"
+
+
+async def test_bad_arguments_are_invalid_params(make_session: SessionFactory) -> None:
+    """An empty command or a non-positive timeout is refused before anything runs."""
+    session = make_session()
+    empty = await session.call("bash", {"command": ""})
+    assert empty.error is not None
+    assert empty.error.kind is ErrorKind.INVALID_PARAMS
+    zero = await session.call("bash", {"command": "true", "timeout": 0})
+    assert zero.error is not None
+    assert zero.error.kind is ErrorKind.INVALID_PARAMS
+
+
+async def test_description_is_rendered_for_the_model(make_session: SessionFactory) -> None:
+    """The model sees when to use bash and when not to."""
+    session = make_session()
+    [bash] = [d for d in session.definitions("neutral") if d["name"] == "bash"]
+    assert "is_background" in bash["description"]
+    assert "Do not use it" in bash["description"]
+    assert set(bash["input_schema"]["properties"]) == {
+        "command",
+        "timeout",
+        "description",
+        "is_background",
+    }

@@ -1,0 +1,265 @@
+"""toolweave's MCP server against the official SDK client: stdio and HTTP, both eras."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from toolweave import Progress, Session
+from toolweave.external import external_tool
+from toolweave.mcp import SessionServer
+
+pytestmark = pytest.mark.anyio
+
+ERAS = ["auto", "legacy"]
+
+
+@asynccontextmanager
+async def tool_list_changes(client: Client) -> AsyncIterator[anyio.Event]:
+    """An event set by the next ``tools/list_changed``, in whichever era the client speaks."""
+    changed = anyio.Event()
+    if client.protocol_version == "2026-07-28":
+        async with client.listen(tools_list_changed=True) as sub, anyio.create_task_group() as tg:
+
+            async def first() -> None:
+                async for _ in sub:
+                    changed.set()
+                    return
+
+            tg.start_soon(first)
+            yield changed
+            tg.cancel_scope.cancel()
+    else:
+        yield changed
+
+
+async def exercise(client: Client, legacy_seen: list[Any], workspace: Path | None) -> None:
+    """List, call, progress, errors, list_changed and cancellation against the demo pack."""
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert {"echo", "add", "fail", "countdown", "toggle_extra", "nap"} <= set(tools)
+    assert tools["echo"].description == "Repeat the text."
+    assert tools["echo"].input_schema["required"] == ["text"]
+    assert tools["echo"].input_schema["properties"]["text"]["type"] == "string"
+    assert tools["echo"].annotations is not None
+    assert tools["echo"].annotations.read_only_hint
+
+    result = await client.call_tool("echo", {"text": "hi"})
+    assert not result.is_error
+    assert isinstance(result.content[0], types.TextContent)
+    assert result.content[0].text == "hi"
+    added = await client.call_tool("add", {"a": 2, "b": 3})
+    assert added.structured_content == {"sum": 5}
+
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    counted = await client.call_tool("countdown", {"steps": 3}, progress_callback=on_progress)
+    assert isinstance(counted.content[0], types.TextContent)
+    assert counted.content[0].text == "counted 3"
+    await anyio.sleep(0.05)  # progress callbacks run as tasks
+    assert seen == [(1, 3, "step 1/3"), (2, 3, "step 2/3"), (3, 3, "step 3/3")]
+
+    failed = await client.call_tool("fail", {"message": "x"})
+    assert failed.is_error
+    assert isinstance(failed.content[0], types.TextContent)
+    assert failed.content[0].text == "failed on purpose: x"
+    assert failed.structured_content == {
+        "kind": "execution_error",
+        "message": "failed on purpose: x",
+    }
+    invalid = await client.call_tool("echo", {"text": 3})
+    assert invalid.is_error
+    assert invalid.structured_content is not None
+    assert invalid.structured_content["kind"] == "invalid_params"
+    unknown = await client.call_tool("nope", {})
+    assert unknown.is_error
+    assert unknown.structured_content is not None
+    assert unknown.structured_content["kind"] == "not_found"
+
+    for on in (True, False):
+        before = len(legacy_seen)
+        async with tool_list_changes(client) as changed:
+            await client.call_tool("toggle_extra", {"on": on})
+            with anyio.fail_after(5):
+                if client.protocol_version == "2026-07-28":
+                    await changed.wait()
+                else:
+                    while len(legacy_seen) == before:  # noqa: ASYNC110 - the handler appends
+                        await anyio.sleep(0.01)
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert ("extra" in names) is on
+        if on:
+            extra = await client.call_tool("extra", {"x": 7})
+            assert isinstance(extra.content[0], types.TextContent)
+            assert extra.content[0].text == "extra got 7"
+
+    if workspace is not None:
+        with anyio.move_on_after(0.5):
+            await client.call_tool("nap", {"seconds": 30})
+        with anyio.fail_after(5):
+            while not (workspace / "nap-cancelled").exists():  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+        (workspace / "nap-cancelled").unlink()
+
+
+def _recorder(into: list[Any]) -> Callable[[Any], Any]:
+    async def handler(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            into.append(message)
+
+    return handler
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ERAS)
+async def test_stdio_with_the_official_client(
+    mode: str, tmp_path: Path, demo_server: Callable[..., Any]
+) -> None:
+    """Over stdio, the SDK client lists, calls, sees progress, errors and list_changed."""
+    config = demo_server()
+    params = StdioServerParameters(
+        command=config.command, args=[*config.args, "--workspace", str(tmp_path)], env=config.env
+    )
+    seen: list[Any] = []
+    async with Client(params, mode=mode, message_handler=_recorder(seen)) as client:
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        caps = client.server_capabilities.tools
+        assert caps is not None
+        assert caps.list_changed
+        await exercise(client, seen, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ERAS)
+async def test_http_with_the_official_client(mode: str, demo_http: str) -> None:
+    """Over streamable HTTP on loopback, the SDK client does the same in both eras."""
+    seen: list[Any] = []
+    async with Client(demo_http, mode=mode, message_handler=_recorder(seen)) as client:
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        caps = client.server_capabilities.tools
+        assert caps is not None
+        assert caps.list_changed
+        await exercise(client, seen, None)
+
+
+# -- in process (fast): the mapping details --------------------------------------------
+
+
+async def test_progress_without_numbers_still_counts_up(
+    host_session: Callable[..., Session],
+) -> None:
+    """Progress items without a number become increasing MCP progress values."""
+    session = host_session()
+
+    async def lines(_ctx: Any, _args: dict[str, Any]) -> AsyncIterator[Any]:
+        yield Progress(message="one")
+        yield Progress(message="two")
+        yield Progress(message="half", progress=5, total=10)
+        yield "done"
+
+    session.register_external(
+        external_tool(
+            id="lines",
+            namespace="t",
+            description="Lines.",
+            input_schema={"type": "object"},
+            stream=lines,
+        )
+    )
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with Client(SessionServer(session).server) as client:
+        result = await client.call_tool("lines", {}, progress_callback=on_progress)
+    assert isinstance(result.content[0], types.TextContent)
+    assert result.content[0].text == "done"
+    assert seen == [(1, None, "one"), (2, None, "two"), (5, 10, "half")]
+
+
+async def test_listing_follows_external_tools(host_session: Callable[..., Session]) -> None:
+    """The served list is the session's listing, rebuilt after external tools change."""
+    session = host_session()
+    served = SessionServer(session)
+
+    async def call(_ctx: Any, args: dict[str, Any]) -> dict[str, Any]:
+        return {"got": args}
+
+    async with Client(served.server) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
+        session.register_external(
+            external_tool(
+                id="ext",
+                namespace="t",
+                description="External.",
+                input_schema={"type": "object", "properties": {"v": {"type": "integer"}}},
+                call=call,
+                read_only=True,
+            ),
+            name="ext",
+        )
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert sorted(tools) == ["echo", "ext"]
+        assert tools["ext"].annotations is not None
+        assert tools["ext"].annotations.read_only_hint
+        result = await client.call_tool("ext", {"v": 1})
+        assert result.structured_content == {"got": {"v": 1}}
+        session.unregister_external("ext")
+        assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_list_changed_reaches_in_process_clients(
+    mode: str, host_session: Callable[..., Session]
+) -> None:
+    """Adding an external tool at run time notifies clients of both eras."""
+    session = host_session()
+    served = SessionServer(session, watch_interval=0.01)
+    seen: list[Any] = []
+
+    async def call(_ctx: Any, _args: dict[str, Any]) -> str:
+        return "ok"
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(served.watch)
+        async with Client(served.server, mode=mode, message_handler=_recorder(seen)) as client:
+            await client.list_tools()
+            async with tool_list_changes(client) as changed:
+                session.register_external(
+                    external_tool(
+                        id="late",
+                        namespace="t",
+                        description="Late.",
+                        input_schema={"type": "object"},
+                        call=call,
+                    )
+                )
+                with anyio.fail_after(5):
+                    while not (changed.is_set() or seen):  # noqa: ASYNC110
+                        await anyio.sleep(0.01)
+            assert "late" in {t.name for t in (await client.list_tools()).tools}
+        tg.cancel_scope.cancel()
+
+
+async def test_unknown_tools_and_closed_clients_do_not_break_the_server(
+    host_session: Callable[..., Session],
+) -> None:
+    """An unknown tool is an error result; a notification to a gone client is dropped."""
+    session = host_session()
+    served = SessionServer(session)
+    async with Client(served.server, mode="legacy") as client:
+        result = await client.call_tool("missing", {})
+        assert result.is_error
+        await client.list_tools()
+    await served.notify_tools_changed()  # the legacy client is gone: no exception
+    async with Client(served.server) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
