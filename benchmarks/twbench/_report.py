@@ -16,7 +16,14 @@ from twbench.frameworks import ALL
 
 __all__ = ["command_line", "machine", "markdown", "print_outcome", "print_targets", "versions"]
 
-_EXTRA_DISTS = ("pydantic", "pydantic-core", "anyio", "pluggy", "importlib-metadata", "pyinstrument")
+_EXTRA_DISTS = (
+    "pydantic",
+    "pydantic-core",
+    "anyio",
+    "pluggy",
+    "importlib-metadata",
+    "pyinstrument",
+)
 
 
 def _read(path: str) -> str:
@@ -53,7 +60,10 @@ def machine() -> list[tuple[str, str]]:
         ("CPU", f"{cpu} ({os.cpu_count()} logical cores, {usable} usable)"),
         ("memory", mem),
         ("OS", platform.platform()),
-        ("Python", f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})"),
+        (
+            "Python",
+            f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
+        ),
         ("load average at start (1/5/15 min)", load),
     ]
 
@@ -63,11 +73,17 @@ def _git() -> str:
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, check=True, timeout=10,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(root), "status", "--porcelain", "--", "core", "plugins-builtin"],
-            capture_output=True, text=True, check=True, timeout=10,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"

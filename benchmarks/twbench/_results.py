@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from twbench._timing import Series
 
 __all__ = ["Config", "Outcome", "Row", "Status", "Table", "Target", "fmt"]
+
+T = TypeVar("T")
 
 Status = Literal["ok", "pending", "error", "skipped"]
 
@@ -28,7 +30,7 @@ class Config:
     rounds: int | None = None
     profile: set[str] = field(default_factory=set)
 
-    def pick(self, full: int, quick: int) -> int:
+    def pick(self, full: T, quick: T) -> T:
         """``quick`` in a smoke run, else ``full``."""
         return quick if self.quick else full
 

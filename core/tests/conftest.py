@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from toolweave import Session, ToolSetBuilder
 
 

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from toolweave import Context, ErrorKind, Tool, ToolError, ToolOutput, tool
 from toolweave._erasure import erase, format_validation_error
 
@@ -137,7 +136,10 @@ async def test_invalid_params_message_names_each_field(make_session: Any) -> Non
     assert result.error.kind is ErrorKind.INVALID_PARAMS
     text = result.text
     assert text.startswith("Invalid arguments for strict: ")
-    assert '`count`: Input should be a valid integer, unable to parse string as an integer (got "many")' in text
+    assert (
+        '`count`: Input should be a valid integer, unable to parse string as an integer (got "many")'
+        in text
+    )
     assert "`name` is required but missing" in text
     assert "`ratio`: Input should be less than or equal to 1 (got 3)" in text
     assert "`colour` is not a parameter of this tool" in text
@@ -315,14 +317,15 @@ def test_validator_is_captured_once() -> None:
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
 
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     payload=st.one_of(

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from toolweave import Environment, MissingResourceError, Resources, UsageError, Workspace
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import pytest
 from pydantic import BaseModel
-
 from toolweave import (
     Capabilities,
     Context,
@@ -103,7 +103,8 @@ class Broken(Tool[Nothing, str]):
 
     async def run(self, ctx: Context, args: Nothing) -> str:
         """Fail deep inside."""
-        return {}["missing key"]  # type: ignore[no-any-return]
+        table: dict[str, str] = {}
+        return table["missing key"]
 
 
 class Limited(Tool[Nothing, str]):
@@ -234,9 +235,16 @@ async def test_fast_call_succeeds_under_deadline(make_session: Any) -> None:
 # -- cancellation ---------------------------------------------------------------------
 
 
-async def _cancel_while_waiting(
-    session: Any, name: str, seconds: float = 30
-) -> tuple[Any, float]:
+async def _until(condition: Callable[[], bool]) -> None:
+    """Poll (1 ms steps, at most 2 s) until ``condition`` holds."""
+    for _ in range(2000):
+        if condition():
+            return
+        await anyio.sleep(0.001)
+    raise AssertionError("condition never held")
+
+
+async def _cancel_while_waiting(session: Any, name: str, seconds: float = 30) -> tuple[Any, float]:
     results: list[Any] = []
 
     async def run() -> None:
@@ -244,14 +252,10 @@ async def _cancel_while_waiting(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
-        with anyio.fail_after(2):
-            while "call-7" not in session.running:
-                await anyio.sleep(0.001)
+        await _until(lambda: "call-7" in session.running)
         started = anyio.current_time()
         assert session.cancel("call-7") is True
-        with anyio.fail_after(2):
-            while not results:
-                await anyio.sleep(0.001)
+        await _until(lambda: bool(results))
         elapsed = anyio.current_time() - started
     return results[0], elapsed
 
@@ -289,8 +293,7 @@ async def test_cancel_only_the_named_call(make_session: Any) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(run, "a", 30)
             tg.start_soon(run, "b", 0.2)
-            while sorted(session.running) != ["a", "b"]:
-                await anyio.sleep(0.001)
+            await _until(lambda: sorted(session.running) == ["a", "b"])
             session.cancel("a")
     assert results["a"].error.kind is ErrorKind.CANCELLED
     assert results["b"].ok

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from pydantic import BaseModel
-
 from toolweave import CallResult, Context, ErrorKind, Progress, Tool, ToolError
 
 pytestmark = pytest.mark.anyio
@@ -165,7 +165,7 @@ async def test_blocking_call_of_streaming_tool_collects_progress(make_session: A
     awaited: list[str] = []
 
     async def async_sink(p: Progress) -> None:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         awaited.append(p.message)
 
     result = await session.call("scripted", {"script": ["p:x", "r:ok"]}, on_progress=async_sink)
@@ -193,7 +193,9 @@ async def test_cancel_a_stream_by_call_id(make_session: Any) -> None:
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(consume)
-            while not items and "c9" not in session.running:
+            for _ in range(2000):
+                if "c9" in session.running:
+                    break
                 await anyio.sleep(0.001)
             await anyio.sleep(0.02)
             started = anyio.current_time()

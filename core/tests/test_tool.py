@@ -7,7 +7,6 @@ from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
-
 from toolweave import Capabilities, Context, Kind, Progress, Tool, ToolOutput, tool
 from toolweave._erasure import erase
 
@@ -300,7 +299,12 @@ def test_field_defaults_and_annotated_are_kept() -> None:
     props = erase(bounded).input_schema["properties"]
     assert props["n"]["minimum"] == 1
     assert props["n"]["maximum"] == 5
-    assert props["label"] == {"default": "x", "description": "A label.", "title": "Label", "type": "string"}
+    assert props["label"] == {
+        "default": "x",
+        "description": "A label.",
+        "title": "Label",
+        "type": "string",
+    }
 
 
 def test_star_args_are_rejected() -> None:

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from toolweave import Session
 from toolweave.mcp import MCPPool, ServerConfig, ServerState
 

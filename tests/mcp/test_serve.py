@@ -11,6 +11,7 @@ import anyio
 import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.session import MessageHandlerFnT
 from toolweave import Progress, Session
 from toolweave.external import external_tool
 from toolweave.mcp import SessionServer
@@ -110,7 +111,7 @@ async def exercise(client: Client, legacy_seen: list[Any], workspace: Path | Non
         (workspace / "nap-cancelled").unlink()
 
 
-def _recorder(into: list[Any]) -> Callable[[Any], Any]:
+def _recorder(into: list[Any]) -> MessageHandlerFnT:
     async def handler(message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             into.append(message)

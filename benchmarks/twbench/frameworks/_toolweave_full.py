@@ -23,15 +23,18 @@ PENDING: list[str] = []
 
 def features() -> dict[str, bool]:
     """Which parts of the full path the installed toolweave offers."""
-    import toolweave.builder as builder_mod
+    import inspect
 
-    has_reminders = hasattr(builder_mod.ToolSetBuilder, "add_reminder")
+    from toolweave import Session, ToolSetBuilder
+
+    params = inspect.signature(Session).parameters
+    has_reminders = hasattr(ToolSetBuilder, "add_reminder") and "reminders" in params
     try:
-        import toolweave.state  # noqa: F401
+        from toolweave.state import SQLiteStateStore  # noqa: F401
     except ImportError:
         has_state = False
     else:
-        has_state = True
+        has_state = "state_store" in params
     found = {"reminders": has_reminders, "state": has_state}
     PENDING[:] = [name for name, ok in found.items() if not ok]
     return found
@@ -46,7 +49,7 @@ class Setup:
         self._closers: list[Callable[[], Any]] = []
 
     def build(self, builder: Any) -> Any:
-        """Build the set (reminders on when available)."""
+        """Build the set; with reminders, one registered reminder that stays silent."""
         if self.on["reminders"]:
             from toolweave.reminders import reminder
 
@@ -58,8 +61,17 @@ class Setup:
         return builder.build()
 
     def session(self, toolset: Any) -> Any:
-        """A session of ``toolset`` (persisting state to a real store when available)."""
-        return toolset.session()
+        """A session of ``toolset``: reminders on, state persisted to a real SQLite file."""
+        options: dict[str, Any] = {}
+        if self.on["reminders"]:
+            options["reminders"] = True
+        if self.on["state"]:
+            from toolweave.state import SQLiteStateStore
+
+            store = SQLiteStateStore(self.tmpdir() / "state.db")
+            self._closers.append(store.close)
+            options["state_store"] = store
+        return toolset.session(workspace=self.tmpdir(), **options)
 
     async def close(self) -> None:
         """Close the session's store and remove its files."""
@@ -69,7 +81,7 @@ class Setup:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
     def tmpdir(self) -> Path:
-        """A scratch folder removed by :meth:`close`."""
+        """A scratch folder (the session's workspace) removed by :meth:`close`."""
         if self._tmp is None:
             self._tmp = Path(tempfile.mkdtemp(prefix="twbench-"))
         return self._tmp

@@ -11,7 +11,9 @@ from twbench.frameworks._base import Dispatch, Framework, Variant
 
 __all__ = ["FastMCPServer"]
 
-_PATH = "FastMCP.call_tool(name, json.loads(raw)) -> ToolResult (server's run path, with middleware)"
+_PATH = (
+    "FastMCP.call_tool(name, json.loads(raw)) -> ToolResult (server's run path, with middleware)"
+)
 
 
 def _openai(tool: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, TypeAdapter, create_model
 
-from twbench._tools import fresh, floor_adapter
+from twbench._tools import floor_adapter, fresh
 from twbench.frameworks._base import Dispatch, Framework, Variant
 
 __all__ = ["Floor"]

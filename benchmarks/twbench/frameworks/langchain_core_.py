@@ -45,7 +45,9 @@ class LangchainCore(Framework):
     dists: ClassVar[tuple[str, ...]] = ("langchain-core",)
     modules: ClassVar[tuple[str, ...]] = ("langchain_core",)
     sync_note: ClassVar[str] = "worker thread: run_in_executor"
-    build_path: ClassVar[str] = "StructuredTool.from_function(coroutine=fn) per function + dict by name"
+    build_path: ClassVar[str] = (
+        "StructuredTool.from_function(coroutine=fn) per function + dict by name"
+    )
     definitions_path: ClassVar[str] = (
         "langchain_core.utils.function_calling.convert_to_openai_tool(t) per tool (what bind_tools does)"
     )

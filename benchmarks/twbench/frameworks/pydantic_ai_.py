@@ -85,6 +85,6 @@ class PydanticAI(Framework):
 
         async def render() -> list[dict[str, Any]]:
             tools = await built.get_tools(ctx)
-            return [model._map_tool_definition(t.tool_def, {}) for t in tools.values()]
+            return [dict(model._map_tool_definition(t.tool_def, {})) for t in tools.values()]
 
         return render

@@ -42,7 +42,7 @@ class Toolweave(Framework):
     def _tool(self, fn: Callable[..., Any], *, inline: bool) -> Any:
         from toolweave import tool
 
-        return tool(fn, blocking=not inline)
+        return tool(blocking=not inline)(fn)
 
     async def dispatch(self, variant: Variant, fillers: int = 0) -> Dispatch:
         from toolweave import ToolSetBuilder
@@ -56,7 +56,44 @@ class Toolweave(Framework):
         toolset = setup.build(builder)
         session = setup.session(toolset)
         invoke = functools.partial(session.call, "join")
-        dispatch = Dispatch(invoke, _text, "Session.call(name, raw JSON) -> CallResult")
+        extras = [
+            "reminders on (1 registered, silent)" if setup.on["reminders"] else "",
+            "state persisted to SQLite" if setup.on["state"] else "",
+        ]
+        path = "Session.call(name, raw JSON) -> CallResult" + "".join(f"; {e}" for e in extras if e)
+        dispatch = Dispatch(invoke, _text, path)
+        dispatch.closers.append(setup.close)
+        return dispatch
+
+    async def many(self, width: int) -> Dispatch | None:
+        """W6's batch path: ``Session.call_many`` of ``width`` calls of the sleeping tool,
+        which declares ``concurrency_safe=True`` (else a batch runs one call at a time).
+        ``None`` when the installed toolweave has no ``call_many``."""
+        from toolweave import Session, ToolSetBuilder, tool
+
+        if not hasattr(Session, "call_many"):
+            return None
+        builder = ToolSetBuilder()
+        builder.add(tool(concurrency_safe=True)(fresh("sleep", "join")))
+        setup = full.prepare(builder)
+        session = setup.session(setup.build(builder))
+        calls = [("join", RAW_ARGS, f"call_{i}") for i in range(width)]
+
+        async def invoke(raw: str) -> Any:
+            return await session.call_many(calls)
+
+        def answer(results: Any) -> str:
+            texts = {_text(r) for r in results}
+            if len(results) != width or len(texts) != 1:
+                raise AssertionError(f"call_many gave {len(results)} results: {sorted(texts)}")
+            return texts.pop()
+
+        dispatch = Dispatch(
+            invoke,
+            answer,
+            f"Session.call_many([{width:,} × (name, raw JSON, call id)]) "
+            "(tool declares concurrency_safe=True)",
+        )
         dispatch.closers.append(setup.close)
         return dispatch
 

@@ -50,9 +50,7 @@ def error_row(key: str, who: str, variant: str, exc: BaseException, outcome: Out
     return Row(key, who, variant, "", status="error", note=detail[:200])
 
 
-async def prepare(
-    fw: Framework, variant: Variant, fillers: int = 0
-) -> Dispatch:
+async def prepare(fw: Framework, variant: Variant, fillers: int = 0) -> Dispatch:
     """A dispatch of ``fw`` whose answer was checked once (untimed)."""
     dispatch = await fw.dispatch(variant, fillers)
     check_answer(dispatch.answer(await dispatch.invoke(RAW_ARGS)), f"{fw.key} {variant.key}")

@@ -129,4 +129,3 @@ def judge(async_table: Table, sync_table: Table) -> list[Target]:
             )
         )
     return targets
-

@@ -69,8 +69,13 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         if fw.key in build_s:
             build.rows.append(Row(fw.key, fw.label, "build", fw.build_path, build_s[fw.key]))
             first.rows.append(
-                Row(fw.key, fw.label, f"first call of tool #{count // 2}", "W1's call path",
-                    first_s[fw.key])
+                Row(
+                    fw.key,
+                    fw.label,
+                    f"first call of tool #{count // 2}",
+                    "W1's call path",
+                    first_s[fw.key],
+                )
             )
     for fw in frameworks:
         if fw.key not in build_s:
@@ -111,7 +116,8 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
     tw_first = first.median("toolweave")
     if tw_first is not None:
         worst = first.row("toolweave")
-        assert worst is not None and worst.series is not None
+        assert worst is not None
+        assert worst.series is not None
         outcome.targets.append(
             Target(
                 "W2-first-call",

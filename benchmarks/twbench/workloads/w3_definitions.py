@@ -40,9 +40,7 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
     rounds = cfg.rounds_for(3, 1)
     min_s = cfg.pick(0.05, 0.005)
     first = Table(f"{ID}-first", f"first render of {count:,} tools, ms", "ms", rounds=rounds)
-    again = Table(
-        f"{ID}-repeated", f"repeated render of {count:,} tools, ms", "ms", rounds=rounds
-    )
+    again = Table(f"{ID}-repeated", f"repeated render of {count:,} tools, ms", "ms", rounds=rounds)
     first_s: dict[str, Series] = {}
     again_s: dict[str, Series] = {}
     failed: set[str] = set()

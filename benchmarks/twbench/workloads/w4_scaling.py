@@ -25,8 +25,12 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
     rounds = cfg.rounds_for(9, 2)
     target_s = 0.04 if not cfg.quick else 0.002
     tables = {
-        n: Table(f"{ID}-{n}", f"async tool in a set of {n:,} tools, µs per call", "µs/call",
-                 rounds=rounds)
+        n: Table(
+            f"{ID}-{n}",
+            f"async tool in a set of {n:,} tools, µs per call",
+            "µs/call",
+            rounds=rounds,
+        )
         for n in sizes
     }
     cases: list[Case] = []
@@ -67,8 +71,13 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
             continue
         per_round = Series([b / a for a, b in zip(lo.samples, hi.samples, strict=True)])
         scaling.rows.append(
-            Row(fw.key, fw.label, f"{large:,} vs {small:,} tools", rows[f"{fw.key}@{large}"].path,
-                per_round)
+            Row(
+                fw.key,
+                fw.label,
+                f"{large:,} vs {small:,} tools",
+                rows[f"{fw.key}@{large}"].path,
+                per_round,
+            )
         )
     scaling.notes.append(
         "Filler tools are distinct async tools registered before the measured one; the "

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 from twbench._results import Config, Outcome, Row, Table, Target
 from twbench._timing import Case, interleave, loop_of
@@ -51,7 +52,7 @@ def _has(module: str) -> bool:
         return False
 
 
-def _errlog(stack: AsyncExitStack, name: str) -> IO[str]:
+def _errlog(stack: AsyncExitStack, name: str) -> TextIO:
     WORK.mkdir(parents=True, exist_ok=True)
     return stack.enter_context((WORK / f"w5-{name}.stderr.log").open("w"))
 
@@ -142,10 +143,10 @@ async def _fastmcp_client(stack: AsyncExitStack, target: Any) -> Invoke:
     return invoke
 
 
-def _routes() -> list[Route]:
+def _routes(quick: bool) -> list[Route]:
     have_pool = _has("toolweave.mcp")
     no_pool = "" if have_pool else "toolweave.mcp (MCPPool) has not landed"
-    have_fastmcp = _has("fastmcp")
+    have_fastmcp = _has("fastmcp") and not quick
     routes: list[Route] = []
 
     async def mem_sdk(stack: AsyncExitStack) -> Invoke:
@@ -160,16 +161,34 @@ def _routes() -> list[Route]:
         return await _fastmcp_client(stack, _fastmcp_server())
 
     routes += [
-        Route("memory", "sdk", "mcp SDK client (bare)", "in process",
-              "mcp.Client(MCPServer).call_tool(name, json.loads(raw))", mem_sdk),
-        Route("memory", "pool", "toolweave MCPPool", "in process",
-              "Session.call(name, raw) → MCPPool (ServerConfig.in_process(MCPServer))",
-              mem_pool if have_pool else None, no_pool),
+        Route(
+            "memory",
+            "sdk",
+            "mcp SDK client (bare)",
+            "in process",
+            "mcp.Client(MCPServer).call_tool(name, json.loads(raw))",
+            mem_sdk,
+        ),
+        Route(
+            "memory",
+            "pool",
+            "toolweave MCPPool",
+            "in process",
+            "Session.call(name, raw) → MCPPool (ServerConfig.in_process(MCPServer))",
+            mem_pool if have_pool else None,
+            no_pool,
+        ),
     ]
     if have_fastmcp:
         routes.append(
-            Route("memory", "fastmcp", "fastmcp client", "in process (FastMCP server)",
-                  "fastmcp.Client(FastMCP).call_tool(name, json.loads(raw))", mem_fastmcp)
+            Route(
+                "memory",
+                "fastmcp",
+                "fastmcp client",
+                "in process (FastMCP server)",
+                "fastmcp.Client(FastMCP).call_tool(name, json.loads(raw))",
+                mem_fastmcp,
+            )
         )
 
     sdk_args = [str(SDK_SERVER)]
@@ -188,17 +207,34 @@ def _routes() -> list[Route]:
         return await _fastmcp_client(stack, PythonStdioTransport(SDK_SERVER))
 
     routes += [
-        Route("stdio", "sdk", "mcp SDK client (bare)", "stdio → SDK MCPServer",
-              "mcp.Client(stdio_client(python sdk_server.py)).call_tool", stdio_sdk),
-        Route("stdio", "pool", "toolweave MCPPool", "stdio → SDK MCPServer",
-              "Session.call(name, raw) → MCPPool (stdio, python sdk_server.py)",
-              stdio_pool if have_pool else None, no_pool),
+        Route(
+            "stdio",
+            "sdk",
+            "mcp SDK client (bare)",
+            "stdio → SDK MCPServer",
+            "mcp.Client(stdio_client(python sdk_server.py)).call_tool",
+            stdio_sdk,
+        ),
+        Route(
+            "stdio",
+            "pool",
+            "toolweave MCPPool",
+            "stdio → SDK MCPServer",
+            "Session.call(name, raw) → MCPPool (stdio, python sdk_server.py)",
+            stdio_pool if have_pool else None,
+            no_pool,
+        ),
     ]
     if have_fastmcp:
         routes.append(
-            Route("stdio", "fastmcp", "fastmcp client", "stdio → SDK MCPServer",
-                  "fastmcp.Client(PythonStdioTransport(sdk_server.py)).call_tool",
-                  stdio_fastmcp_client)
+            Route(
+                "stdio",
+                "fastmcp",
+                "fastmcp client",
+                "stdio → SDK MCPServer",
+                "fastmcp.Client(PythonStdioTransport(sdk_server.py)).call_tool",
+                stdio_fastmcp_client,
+            )
         )
 
     serve_args, serve_label = _serve_args()
@@ -211,16 +247,34 @@ def _routes() -> list[Route]:
         return await _sdk_stdio(stack, _stdio_params([str(FASTMCP_SERVER)]), "fastmcp-server")
 
     routes += [
-        Route("serve", "sdk", "mcp SDK MCPServer", "server, stdio",
-              "SDK client over stdio → MCPServer.run() (the SDK's own server)", stdio_sdk),
-        Route("serve", "toolweave", "toolweave serve", "server, stdio",
-              f"SDK client over stdio → {serve_label}",
-              serve_toolweave if have_pool else None, no_pool),
+        Route(
+            "serve",
+            "sdk",
+            "mcp SDK MCPServer",
+            "server, stdio",
+            "SDK client over stdio → MCPServer.run() (the SDK's own server)",
+            stdio_sdk,
+        ),
+        Route(
+            "serve",
+            "toolweave",
+            "toolweave serve",
+            "server, stdio",
+            f"SDK client over stdio → {serve_label}",
+            serve_toolweave if have_pool else None,
+            no_pool,
+        ),
     ]
     if have_fastmcp:
         routes.append(
-            Route("serve", "fastmcp", "fastmcp FastMCP", "server, stdio",
-                  "SDK client over stdio → FastMCP.run(transport='stdio')", serve_fastmcp)
+            Route(
+                "serve",
+                "fastmcp",
+                "fastmcp FastMCP",
+                "server, stdio",
+                "SDK client over stdio → FastMCP.run(transport='stdio')",
+                serve_fastmcp,
+            )
         )
     return routes
 
@@ -240,6 +294,7 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         return outcome
     rounds = cfg.rounds_for(9, 2)
     target_s = 0.06 if not cfg.quick else 0.005
+    logging.getLogger("toolweave.mcp").setLevel(logging.WARNING)
     ref = {"memory": "sdk", "stdio": "sdk", "serve": "sdk"}
     tables = {
         name: Table(f"{ID}-{name}", title, unit, ref=ref[name], rounds=rounds)
@@ -249,12 +304,18 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
     rows: dict[str, list[Row]] = {}
     case_of: dict[Opener, str] = {}
     async with AsyncExitStack() as stack:
-        for route in _routes():
+        for route in _routes(cfg.quick):
             table = tables[route.table]
             if route.open is None:
                 table.rows.append(
-                    Row(route.key, route.framework, route.what, route.path, status="pending",
-                        note=route.pending)
+                    Row(
+                        route.key,
+                        route.framework,
+                        route.what,
+                        route.path,
+                        status="pending",
+                        note=route.pending,
+                    )
                 )
                 continue
             case_key = case_of.get(route.open)
@@ -289,25 +350,40 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         pool_row = tables[name].row("pool")
         if pool is not None and bare is not None:
             outcome.targets.append(
-                Target(f"W5-pool-{name}", f"W5 pool ({name}): overhead over the bare SDK client ≤ 1.2×",
-                       f"{pool / bare:.2f}× ({pool:.0f} vs {bare:.0f} µs)", pool / bare <= 1.2)
+                Target(
+                    f"W5-pool-{name}",
+                    f"W5 pool ({name}): overhead over the bare SDK client ≤ 1.2×",
+                    f"{pool / bare:.2f}× ({pool:.0f} vs {bare:.0f} µs)",
+                    pool / bare <= 1.2,
+                )
             )
         elif pool_row is not None and pool_row.status == "pending":
             outcome.targets.append(
-                Target(f"W5-pool-{name}", f"W5 pool ({name}): overhead over the bare SDK client ≤ 1.2×",
-                       pool_row.note, None)
+                Target(
+                    f"W5-pool-{name}",
+                    f"W5 pool ({name}): overhead over the bare SDK client ≤ 1.2×",
+                    pool_row.note,
+                    None,
+                )
             )
     mine, sdk = tables["serve"].median("toolweave"), tables["serve"].median("sdk")
     serve_row = tables["serve"].row("toolweave")
     if mine is not None and sdk is not None:
         outcome.targets.append(
-            Target("W5-serve", "W5: toolweave serve no slower than the SDK's own server",
-                   f"{mine / sdk:.2f}× ({mine:.0f} vs {sdk:.0f} µs)", mine <= sdk)
+            Target(
+                "W5-serve",
+                "W5: toolweave serve no slower than the SDK's own server",
+                f"{mine / sdk:.2f}× ({mine:.0f} vs {sdk:.0f} µs)",
+                mine <= sdk,
+            )
         )
     elif serve_row is not None and serve_row.status == "pending":
         outcome.targets.append(
-            Target("W5-serve", "W5: toolweave serve no slower than the SDK's own server",
-                   serve_row.note, None)
+            Target(
+                "W5-serve",
+                "W5: toolweave serve no slower than the SDK's own server",
+                serve_row.note,
+                None,
+            )
         )
     return outcome
-

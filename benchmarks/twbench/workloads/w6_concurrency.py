@@ -10,6 +10,7 @@ from twbench._results import Config, Outcome, Row, Table, Target
 from twbench._timing import Case, interleave
 from twbench._tools import RAW_ARGS, SLEEP_S
 from twbench.frameworks import Dispatch, Framework, Variant
+from twbench.frameworks.toolweave_ import Toolweave
 from twbench.workloads._common import check_answer, error_row, pending_note, prepare
 
 __all__ = ["ID", "TITLE", "run"]
@@ -34,6 +35,37 @@ async def _check_all(dispatch: Dispatch, width: int, who: str) -> None:
     results = await asyncio.gather(*[dispatch.invoke(RAW_ARGS) for _ in range(width)])
     for result in results:
         check_answer(dispatch.answer(result), who)
+
+
+async def _many(
+    frameworks: Sequence[Framework], width: int, table: Table, outcome: Outcome
+) -> tuple[Dispatch, Row, Callable[[int], Awaitable[None]]] | None:
+    """toolweave's batch API as an extra row, when the installed toolweave has it."""
+    tw = next((fw for fw in frameworks if isinstance(fw, Toolweave)), None)
+    if tw is None:
+        return None
+    try:
+        dispatch = await tw.many(width)
+        if dispatch is None:
+            return None
+        check_answer(dispatch.answer(await dispatch.invoke(RAW_ARGS)), "toolweave call_many")
+    except Exception as exc:
+        table.rows.append(error_row("toolweave-many", tw.label, "call_many", exc, outcome))
+        return None
+    row = Row(
+        "toolweave-many",
+        tw.label,
+        "same tool, one call_many batch",
+        dispatch.path,
+        note=pending_note(tw),
+    )
+    table.rows.append(row)
+
+    async def batch(n: int) -> None:
+        for _ in range(n):
+            await dispatch.invoke(RAW_ARGS)
+
+    return dispatch, row, batch
 
 
 async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
@@ -71,6 +103,11 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         table.rows.append(row)
         rows[fw.key] = row
         cases.append(Case(fw.key, _gather(dispatch.invoke, width), n=1, scale=1e3))
+    many = await _many(frameworks, width, table, outcome)
+    if many is not None:
+        dispatches.append(many[0])
+        rows["toolweave-many"] = many[1]
+        cases.append(Case("toolweave-many", many[2], n=1, scale=1e3))
     try:
         results = await interleave(cases, rounds, 0.0)
     finally:

@@ -116,8 +116,7 @@ def _peer_script(key: str) -> str:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLWEAVE_", "PYTHON"))}
-    return env
+    return {k: v for k, v in os.environ.items() if not k.startswith(("TOOLWEAVE_", "PYTHON"))}
 
 
 def _spawn(python: Path | str, script: str) -> tuple[dict[str, Any], float]:
@@ -161,10 +160,16 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         )
     ]
     for key in keys:
-        if key in _PEERS:
+        if key in _PEERS and (not cfg.quick or key == "floor"):
             jobs.append((key, sys.executable, _peer_script(key), _PEERS[key][2]))
-    jobs.append(("python", cold_python, "import json; print(json.dumps({'total_ms': 0}))",
-                 "interpreter start only (python -I -c)"))
+    jobs.append(
+        (
+            "python",
+            cold_python,
+            "import json; print(json.dumps({'total_ms': 0}))",
+            "interpreter start only (python -I -c)",
+        )
+    )
     labels["python"] = "python (empty)"
     inproc: dict[str, Series] = {}
     wall: dict[str, Series] = {}
@@ -191,10 +196,15 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
                 imported_seen.update(data["imported"])
                 for part in parts:
                     parts[part].append(float(data[part]))
-    t_in = Table(f"{ID}-in-process", "import + discover + build, measured inside the process, ms",
-                 "ms", rounds=rounds)
-    t_wall = Table(f"{ID}-wall", "whole process (interpreter start to exit), ms", "ms",
-                   rounds=rounds)
+    t_in = Table(
+        f"{ID}-in-process",
+        "import + discover + build, measured inside the process, ms",
+        "ms",
+        rounds=rounds,
+    )
+    t_wall = Table(
+        f"{ID}-wall", "whole process (interpreter start to exit), ms", "ms", rounds=rounds
+    )
     for key, _, _, path in jobs:
         if key not in inproc:
             continue
@@ -205,8 +215,13 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
     if parts["import_ms"]:
         for part, values in parts.items():
             t_in.rows.append(
-                Row(f"toolweave-{part}", "toolweave", part.removesuffix("_ms").replace("_", " "),
-                    "part of the toolweave row", Series(values))
+                Row(
+                    f"toolweave-{part}",
+                    "toolweave",
+                    part.removesuffix("_ms").replace("_", " "),
+                    "part of the toolweave row",
+                    Series(values),
+                )
             )
     outcome.tables.extend([t_in, t_wall])
     outcome.notes.append(
@@ -219,9 +234,7 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
     tw = t_in.median("toolweave")
     if tw is not None:
         expected = {f"toolweave_benchpack_{name[2:]}" for name in selected}
-        stray = sorted(
-            m for m in imported_seen if m.split(".")[0] not in expected
-        )
+        stray = sorted(m for m in imported_seen if m.split(".")[0] not in expected)
         ok_tools = info.get("tools", 0) >= 2 * len(selected)
         outcome.targets.append(
             Target(

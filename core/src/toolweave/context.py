@@ -75,8 +75,7 @@ class Context:
         self.call_id = call_id
         self._record: CallRecord | None = None
 
-    @property
-    def record(self) -> CallRecord:
+    def _call_record(self) -> CallRecord:
         """The call's record (created on first use)."""
         record = self._record
         if record is None:
@@ -142,13 +141,13 @@ class Context:
             UsageError: ``model`` is not a pydantic model with defaults for every field.
         """
         slot = self.session.state.slot(model)
-        self.record.touch(slot)
+        self._call_record().touch(slot)
         value: Any = slot.value
         return value  # type: ignore[no-any-return]
 
     def set_state(self, value: BaseModel) -> None:
         """Replace the session's instance of ``type(value)`` with ``value``."""
-        self.record.touch(self.session.state.replace(value))
+        self._call_record().touch(self.session.state.replace(value))
 
     # -- other tools and the host -----------------------------------------------------
 

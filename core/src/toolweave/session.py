@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import types
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
@@ -14,6 +14,7 @@ import anyio.from_thread
 from pydantic import ValidationError
 
 from toolweave._batch import CallLike, run_batch
+from toolweave._deadline import Running, Stopped, drive
 from toolweave._erasure import format_validation_error
 from toolweave._guards import Guard, check_guards
 from toolweave.context import CallRecord, Context
@@ -22,7 +23,6 @@ from toolweave.notifications import Notification, Notifier
 from toolweave.reminders import CallInfo, apply_reminders
 from toolweave.resources import Resources, Workspace
 from toolweave.state import SessionState, SQLiteStateStore, StateStore, default_state_path
-from toolweave.state import state_key as _state_key
 from toolweave.stream import CallResult, Progress
 from toolweave.toolset import ToolEntry
 
@@ -49,33 +49,6 @@ MAX_DEPTH = 8
 ProgressCallback = Callable[[Progress], Awaitable[None] | None]
 
 
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, Any], pending: Any) -> Generator[Any, Any, Any]:
-    """Continue a coroutine that already ran its first step and yielded ``pending``.
-
-    The coroutine is driven from the awaiting task, exactly as ``await`` would: what it
-    yields goes to the event loop, what the loop sends (or throws: cancellation) goes
-    back in. This lets the dispatcher run a call's first step without a cancel scope
-    and pay for one only when the call really waits.
-    """
-    while True:
-        try:
-            sent = yield pending
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:
-            try:
-                pending = coro.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-        else:
-            try:
-                pending = coro.send(sent)
-            except StopIteration as stop:
-                return stop.value
-
-
 def _failure(
     kind: ErrorKind, message: str, name: str, call_id: str | None, fqid: str | None = None
 ) -> CallResult:
@@ -98,22 +71,7 @@ def _from_exception(exc: BaseException, entry: ToolEntry, call_id: str | None) -
     return CallResult(None, err.message, err, call_id, entry.tool.fqid, entry.name)
 
 
-class _Running:
-    """A call that is waiting and may be cancelled by id."""
-
-    __slots__ = ("cancelled", "scope")
-
-    def __init__(self) -> None:
-        self.cancelled = False
-        self.scope: anyio.CancelScope | None = None
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self.scope is not None:
-            self.scope.cancel()
-
-
-def _stopped(running: _Running | None, entry: ToolEntry, timeout: float) -> ToolError:
+def _stopped(running: Running | None, entry: ToolEntry, timeout: float) -> ToolError:
     if running is not None and running.cancelled:
         return ToolError(ErrorKind.CANCELLED, f"{entry.name} was cancelled")
     return ToolError(
@@ -129,18 +87,14 @@ _NOTHING: Any = object()
 async def _drain(agen: Any, name: str) -> Any:
     """Run a tool's stream to its end without a consumer: the output, progress dropped."""
     output = _NOTHING
-    try:
-        async for item in agen:
-            if output is not _NOTHING:
-                what = "progress" if isinstance(item, Progress) else "a second result"
-                raise ToolError(
-                    ErrorKind.EXECUTION_ERROR, f"{name} yielded {what} after its result"
-                )
-            if not isinstance(item, Progress):
-                output = item
-    finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+    async for item in agen:
+        if output is not _NOTHING:
+            # Close it here, inside whatever scopes the generator holds at its yield.
             await agen.aclose()
+            what = "progress" if isinstance(item, Progress) else "a second result"
+            raise ToolError(ErrorKind.EXECUTION_ERROR, f"{name} yielded {what} after its result")
+        if not isinstance(item, Progress):
+            output = item
     if output is _NOTHING:
         raise ToolError(ErrorKind.EXECUTION_ERROR, f"{name} ended without a result")
     return output
@@ -177,6 +131,7 @@ class Session:
     __slots__ = (
         "_external",
         "_guards",
+        "_inline",
         "_listing",
         "_notifier",
         "_reminders",
@@ -219,7 +174,9 @@ class Session:
         self._guards: tuple[Guard, ...] = ()
         self._notifier: Notifier | None = None
         self._state = SessionState(self.session_id, self._store_opener(state_store))
-        self._running: dict[str, _Running] = {}
+        self._running: dict[str, Running] = {}
+        self._inline: bool | None = None
+        """Run a call's first step inline (asyncio); found out on the first call."""
         self._external: dict[str, ToolEntry] = {}
         self._listing: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         self.external_version = 0
@@ -467,12 +424,15 @@ class Session:
         try:
             if tool.is_coroutine:
                 coro = tool.invoke(ctx, args)  # type: ignore[misc]
-                try:
-                    pending = coro.send(None)
-                except StopIteration as stop:
-                    raw = stop.value
+                if self._inline:
+                    try:
+                        pending = coro.send(None)
+                    except StopIteration as stop:
+                        raw = stop.value
+                    else:
+                        raw = await self._wait(coro, pending, entry, call_id)
                 else:
-                    raw = await self._wait(coro, pending, entry, call_id)
+                    raw = await self._scoped(coro, entry, call_id)
             else:
                 raw = tool.invoke(ctx, args)  # type: ignore[misc]
             if ctx._record is None and not self._reminders:
@@ -494,20 +454,54 @@ class Session:
     async def _wait(
         self, coro: Coroutine[Any, Any, Any], pending: Any, entry: ToolEntry, call_id: str | None
     ) -> Any:
-        """Finish a call that suspended: under its deadline, cancellable by id."""
+        """Finish a call that suspended after its inline first step: under its
+        deadline, cancellable by id (see :mod:`toolweave._deadline`)."""
         timeout = self._timeout_for(entry)
-        running = _Running()
+        running = Running()
+        if call_id is not None:
+            self._running[call_id] = running
+        try:
+            return await drive(coro, pending, running, timeout)
+        except Stopped:
+            raise _stopped(running, entry, timeout) from None
+        finally:
+            coro.close()
+            if call_id is not None and self._running.get(call_id) is running:
+                del self._running[call_id]
+
+    async def _scoped(
+        self, coro: Coroutine[Any, Any, Any], entry: ToolEntry, call_id: str | None
+    ) -> Any:
+        """Run a whole call inside a cancel scope (event loops other than asyncio)."""
+        if self._inline is None and self._detect_inline():
+            try:
+                pending = coro.send(None)
+            except StopIteration as stop:
+                return stop.value
+            return await self._wait(coro, pending, entry, call_id)
+        timeout = self._timeout_for(entry)
+        running = Running()
         if call_id is not None:
             self._running[call_id] = running
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
                 running.scope = scope
-                return await _resume(coro, pending)
+                return await coro
         finally:
             coro.close()
             if call_id is not None and self._running.get(call_id) is running:
                 del self._running[call_id]
         raise _stopped(running, entry, timeout)
+
+    def _detect_inline(self) -> bool:
+        """Whether calls may run their first step inline (asyncio); remembered."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._inline = False
+        else:
+            self._inline = True
+        return self._inline
 
     def _result(self, ctx: Context, raw: Any) -> CallResult:
         """The result of a tool that returned ``raw`` (may raise from the tool's finisher).
@@ -548,18 +542,60 @@ class Session:
         assert entry is not None
         tool = entry.tool
         assert tool.state_type is not None
+        key, lock = self._state.lock(tool.state_type)
+        try:
+            lock.acquire_nowait()
+        except anyio.WouldBlock:
+            return await self._call_after_lock(ctx, args, key, lock)
+        record = ctx._call_record()
+        record.held = {key}
+        try:
+            try:
+                raw = await self._invoke(ctx, args)
+                result = self._result(ctx, raw)
+            except Exception as exc:
+                result = _from_exception(exc, entry, ctx.call_id)
+            return await self._post(ctx, args, result)
+        finally:
+            record.held = None
+            lock.release()
+
+    async def _invoke(self, ctx: Context, args: Any) -> Any:
+        """Run a non-streaming tool as :meth:`call` does: first step inline, the rest
+        under the deadline."""
+        entry = ctx.entry
+        assert entry is not None
+        tool = entry.tool
+        if not tool.is_coroutine:
+            return tool.invoke(ctx, args)  # type: ignore[misc]
+        coro = tool.invoke(ctx, args)  # type: ignore[misc]
+        if not self._inline:
+            return await self._scoped(coro, entry, ctx.call_id)
+        try:
+            pending = coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+        return await self._wait(coro, pending, entry, ctx.call_id)
+
+    async def _call_after_lock(
+        self, ctx: Context, args: Any, key: str, lock: anyio.Semaphore
+    ) -> CallResult:
+        """:meth:`_call_serialised` when another call holds the lock: the wait for it
+        counts against the deadline and can be cancelled."""
+        entry = ctx.entry
+        assert entry is not None
+        tool = entry.tool
         call_id = ctx.call_id
-        record = ctx.record
-        lock = self._state.lock(tool.state_type)
+        record = ctx._call_record()
         timeout = self._timeout_for(entry)
-        running = _Running()
+        running = Running()
         if call_id is not None:
             self._running[call_id] = running
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
                 running.scope = scope
                 async with lock:
-                    record.held = {_state_key(tool.state_type)}
+                    record.held = {key}
                     try:
                         if tool.is_coroutine:
                             raw = await tool.invoke(ctx, args)  # type: ignore[misc]
@@ -583,7 +619,7 @@ class Session:
     async def _call_inner(self, parent: Context, name: str, arguments: Any) -> CallResult:
         """A call made by a tool through its context: guards, validation and deadline
         as usual; no reminders, no persistence (the outer call does both)."""
-        parent_record = parent.record
+        parent_record = parent._call_record()
         if parent_record.depth >= MAX_DEPTH:
             return _failure(
                 ErrorKind.EXECUTION_ERROR,
@@ -611,12 +647,11 @@ class Session:
         root = parent_record.root
         try:
             state_type = tool.state_type
-            key = _state_key(state_type) if state_type is not None else None
-            if key is None or (root.held is not None and key in root.held):
+            key, lock = self._state.lock(state_type) if state_type is not None else ("", None)
+            if lock is None or (root.held is not None and key in root.held):
                 raw = await self._run_inner(ctx, args)
             else:
-                assert state_type is not None
-                async with self._state.lock(state_type):
+                async with lock:
                     held = root.held = root.held or set()
                     held.add(key)
                     try:
@@ -718,6 +753,12 @@ class ToolStream:
     be cancelled by call id through :meth:`Session.cancel`. A tool that ends without a
     result, or yields after its result, ends the stream with ``execution_error``; it
     never hangs past its deadline.
+
+    The tool's generator may yield from inside its own cancel scopes and task groups.
+    As with any async generator that does, the consumer should pull items from one
+    task and not open a cancel scope between two items that it closes before the next
+    one (``async with session.stream(...) as items: async for item in items: ...`` is
+    always fine).
     """
 
     __slots__ = (
@@ -749,7 +790,7 @@ class ToolStream:
         self._deadline = 0.0
         self._done = False
         self._output: Any = _NOTHING
-        self._running = _Running()
+        self._running = Running()
         self._want_lock = False
         self._held: anyio.Semaphore | None = None
 
@@ -780,19 +821,50 @@ class ToolStream:
         args: Any,
         on_progress: ProgressCallback | None,
     ) -> CallResult:
+        """A streaming tool called in blocking mode: the whole run in one cancel scope,
+        so the tool may hold scopes and task groups across its yields."""
         stream = cls(session, entry.name, None, ctx.call_id)
         stream._open(entry, ctx, args)
+        running = stream._running
+        result: CallResult | None = None
         try:
-            async for item in stream:
-                if isinstance(item, CallResult):
-                    return item
-                if on_progress is not None:
-                    maybe = on_progress(item)
-                    if maybe is not None:
-                        await maybe
+            with anyio.CancelScope(deadline=stream._deadline) as scope:
+                running.scope = scope
+                if stream._want_lock:
+                    stream._want_lock = False
+                    await stream._lock()
+                agen = stream._agen
+                while result is None:
+                    try:
+                        item = await agen.__anext__()
+                    except StopAsyncIteration:
+                        item = _NOTHING
+                    except Exception as exc:
+                        item = _from_exception(exc, entry, ctx.call_id)
+                    got = stream._take(item)
+                    if isinstance(got, CallResult):
+                        result = got
+                    elif got is not None and on_progress is not None:
+                        try:
+                            maybe = on_progress(got)
+                            if maybe is not None:
+                                await maybe
+                        except Exception:
+                            logger.exception("the progress callback of %s raised", entry.name)
+                if stream._agen is not None and item is not _NOTHING:
+                    # Stopped early: close the generator here, inside the scopes it holds.
+                    stream._agen = None
+                    try:
+                        await agen.aclose()
+                    except Exception:
+                        logger.exception("closing the stream of %s failed", entry.name)
+            running.scope = None
+            if result is None:
+                stopped = _stopped(running, entry, session._timeout_for(entry))
+                result = stream._error(stopped)
+            return await stream._end(result)
         finally:
             await stream.aclose()
-        raise AssertionError("a tool stream ended without a result")  # pragma: no cover
 
     def _open(self, entry: ToolEntry, ctx: Context, args: Any) -> None:
         self._entry = entry
@@ -838,37 +910,40 @@ class ToolStream:
             if failed is not None:
                 return await self._end(failed)
         while True:
-            item = await self._pull()
-            if isinstance(item, CallResult):
-                return await self._end(item)
-            if item is _NOTHING:  # the generator ended
-                if self._output is _NOTHING:
-                    return await self._end(
-                        self._error(
-                            ToolError(
-                                ErrorKind.EXECUTION_ERROR, f"{entry.name} ended without a result"
-                            )
-                        )
-                    )
-                assert self._ctx is not None
-                try:
-                    result = self._session._result(self._ctx, self._output)
-                except Exception as exc:
-                    result = _from_exception(exc, entry, self._call_id)
-                return await self._end(result)
-            if self._output is not _NOTHING:
-                what = "progress" if isinstance(item, Progress) else "a second result"
-                return await self._end(
-                    self._error(
-                        ToolError(
-                            ErrorKind.EXECUTION_ERROR,
-                            f"{entry.name} yielded {what} after its result",
-                        )
-                    )
+            got = self._take(await self._pull())
+            if isinstance(got, CallResult):
+                return await self._end(got)
+            if got is not None:
+                return got
+
+    def _take(self, item: Any) -> Progress | CallResult | None:
+        """What one item from the generator means: progress to hand on, the call's
+        result (the stream ends), or ``None`` (the output was kept; pull again)."""
+        entry = self._entry
+        assert entry is not None
+        if isinstance(item, CallResult):  # the step failed, timed out or was cancelled
+            return item
+        if item is _NOTHING:  # the generator ended
+            if self._output is _NOTHING:
+                return self._error(
+                    ToolError(ErrorKind.EXECUTION_ERROR, f"{entry.name} ended without a result")
                 )
-            if isinstance(item, Progress):
-                return item
-            self._output = item
+            assert self._ctx is not None
+            try:
+                return self._session._result(self._ctx, self._output)
+            except Exception as exc:
+                return _from_exception(exc, entry, self._call_id)
+        if self._output is not _NOTHING:
+            what = "progress" if isinstance(item, Progress) else "a second result"
+            return self._error(
+                ToolError(
+                    ErrorKind.EXECUTION_ERROR, f"{entry.name} yielded {what} after its result"
+                )
+            )
+        if isinstance(item, Progress):
+            return item
+        self._output = item
+        return None
 
     def _failed(self, entry: ToolEntry, err: ToolError) -> CallResult:
         """A failure before the tool started (no post-processing)."""
@@ -878,26 +953,33 @@ class ToolStream:
         assert self._entry is not None
         return CallResult(None, err.message, err, self._call_id, self._entry.tool.fqid, self._name)
 
-    async def _acquire(self) -> CallResult | None:
-        """Take the lock of the tool's state model, under the deadline; a CallResult
-        when the wait was cancelled or timed out."""
+    async def _lock(self) -> None:
+        """Take the lock of the tool's state model (see :meth:`Session._call_serialised`)."""
         entry = self._entry
         ctx = self._ctx
         assert entry is not None
         assert ctx is not None
-        assert entry.tool.state_type is not None
+        state_type = entry.tool.state_type
+        assert state_type is not None
+        key, lock = self._session._state.lock(state_type)
+        await lock.acquire()
+        self._held = lock
+        ctx._call_record().held = {key}
+
+    async def _acquire(self) -> CallResult | None:
+        """:meth:`_lock` under the deadline; a CallResult when the wait was cancelled or
+        timed out."""
+        entry = self._entry
+        assert entry is not None
         running = self._running
         if running.cancelled:
             return self._error(_stopped(running, entry, 0))
-        lock = self._session._state.lock(entry.tool.state_type)
         with anyio.CancelScope(deadline=self._deadline) as scope:
             running.scope = scope
             try:
-                await lock.acquire()
+                await self._lock()
             finally:
                 running.scope = None
-            self._held = lock
-            ctx.record.held = {_state_key(entry.tool.state_type)}
             return None
         return self._error(_stopped(running, entry, self._session._timeout_for(entry)))
 
@@ -909,6 +991,26 @@ class ToolStream:
         running = self._running
         if running.cancelled:
             return self._error(_stopped(running, entry, 0))
+        session = self._session
+        if session._inline or (session._inline is None and session._detect_inline()):
+            # Like Session.call: no cancel scope of ours around the step, so the tool may
+            # hold its own scopes and task groups across its yields.
+            step = self._agen.__anext__()
+            try:
+                try:
+                    pending = step.send(None)
+                except StopIteration as got:
+                    return got.value
+                remaining = max(self._deadline - anyio.current_time(), 0.0)
+                return await drive(step, pending, running, remaining)
+            except StopAsyncIteration:
+                return _NOTHING
+            except Stopped:
+                return self._error(_stopped(running, entry, session._timeout_for(entry)))
+            except Exception as exc:
+                return _from_exception(exc, entry, self._call_id)
+            finally:
+                step.close()
         with anyio.CancelScope(deadline=self._deadline) as scope:
             running.scope = scope
             try:
@@ -924,23 +1026,27 @@ class ToolStream:
     async def _end(self, result: CallResult) -> CallResult:
         """Close the generator, post-process the result, release the call."""
         self._done = True
-        await self._close_generator()
-        ctx = self._ctx
-        session = self._session
-        if ctx is not None and (ctx._record is not None or session._reminders):
-            result = await session._post(ctx, self._args, result)
-            self._ctx = None
-        self._release()
+        try:
+            await self._close_generator()
+            ctx = self._ctx
+            session = self._session
+            if ctx is not None and (ctx._record is not None or session._reminders):
+                result = await session._post(ctx, self._args, result)
+                self._ctx = None
+        finally:
+            self._release()
         return result
 
     async def _close_generator(self) -> None:
+        """Close the tool's generator where it stands. No scope of ours is entered
+        around it: a generator suspended inside its own cancel scopes must leave them
+        in order."""
         agen, self._agen = self._agen, None
         if agen is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                try:
-                    await agen.aclose()
-                except Exception:
-                    logger.exception("closing the stream of %s failed", self._name)
+            try:
+                await agen.aclose()
+            except Exception:
+                logger.exception("closing the stream of %s failed", self._name)
 
     def _release(self) -> None:
         held, self._held = self._held, None
@@ -957,11 +1063,13 @@ class ToolStream:
         """Stop the tool's generator (if still running), save the state it changed and
         forget the call id."""
         self._done = True
-        await self._close_generator()
-        ctx, self._ctx = self._ctx, None
-        if ctx is not None and ctx._record is not None and ctx._record.slots:
-            await self._session._state.persist(list(ctx._record.slots.values()))
-        self._release()
+        try:
+            await self._close_generator()
+            ctx, self._ctx = self._ctx, None
+            if ctx is not None and ctx._record is not None and ctx._record.slots:
+                await self._session._state.persist(list(ctx._record.slots.values()))
+        finally:
+            self._release()
 
 
 @final

@@ -8,7 +8,16 @@ import re
 import typing
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    TypeVar,
+    get_args,
+    get_origin,
+    overload,
+)
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
@@ -266,6 +275,31 @@ class FunctionTool(Tool[Any, Any]):
     is_async: ClassVar[bool] = True
 
 
+@overload
+def tool(fn: Callable[..., Any], /) -> type[FunctionTool]: ...
+@overload
+def tool(
+    fn: None = None,
+    *,
+    id: str | None = None,
+    namespace: str = "main",
+    kind: Kind = Kind.OTHER,
+    description: str | None = None,
+    read_only: bool | None = None,
+    blocking: bool = True,
+    concurrency_safe: bool | None = None,
+    timeout: float | None = None,
+    params: type[BaseModel] | None = None,
+    state: type[BaseModel] | None = None,
+    requires: str | None = None,
+    conflicts: tuple[str, ...] = (),
+    version: str = "1",
+    lifecycle: Lifecycle = Lifecycle.ACTIVE,
+    replacement: str | None = None,
+    emitted_notifications: tuple[str, ...] = (),
+) -> Callable[[Callable[..., Any]], type[FunctionTool]]: ...
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
@@ -285,7 +319,7 @@ def tool(
     lifecycle: Lifecycle = Lifecycle.ACTIVE,
     replacement: str | None = None,
     emitted_notifications: tuple[str, ...] = (),
-) -> Any:
+) -> type[FunctionTool] | Callable[[Callable[..., Any]], type[FunctionTool]]:
     """Turn a typed function (sync or async) into a tool class.
 
     ``Args`` is derived from the signature, parameter descriptions from the ``Args:``

@@ -7,8 +7,17 @@ from pathlib import Path
 
 import pytest
 from toolweave import ErrorKind, Session
+from toolweave_fs import _read_file
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True, params=["in-memory", "streamed"])
+def read_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run every test on both read paths: small files read whole, large ones streamed."""
+    if request.param == "streamed":
+        monkeypatch.setattr(_read_file, "_WHOLE_FILE_BYTES", 0)
+    return str(request.param)
 
 
 async def test_lines_are_numbered_like_cat_n(session: Session, workspace: Path) -> None:
@@ -165,3 +174,15 @@ async def test_description_says_when_not_to_use_it(session: Session) -> None:
     assert definition["name"] == "read_file"
     assert "Do not use it" in definition["description"]
     assert definition["input_schema"]["additionalProperties"] is False
+
+
+async def test_numbers_stay_right_far_into_a_file(session: Session, workspace: Path) -> None:
+    """Line numbers are exact deep into a long file, and the total counts every line."""
+    (workspace / "long.txt").write_text("".join(f"L{i}\n" for i in range(1, 30_001)))
+    for offset in (0, 19_998, 29_998):
+        result = await session.call("read_file", {"path": "long.txt", "offset": offset, "limit": 2})
+        assert result.text.splitlines()[:2] == [
+            f"{offset + 1:>6}\tL{offset + 1}",
+            f"{offset + 2:>6}\tL{offset + 2}",
+        ]
+        assert result.output["total_lines"] == 30_000

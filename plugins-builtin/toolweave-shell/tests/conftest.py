@@ -38,9 +38,7 @@ SessionFactory = Callable[..., Session]
 
 
 @pytest.fixture
-async def make_session(
-    workspace: Path, host: Resources
-) -> AsyncIterator[SessionFactory]:
+async def make_session(workspace: Path, host: Resources) -> AsyncIterator[SessionFactory]:
     """Build sessions of the shell pack (a fresh tool set each time, like a new host).
 
     Every background task still running at the end of the test is killed.

@@ -4,38 +4,49 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
-from toolweave import CallResult, Environment, ErrorKind, Progress
+from toolweave import CallResult, Environment, ErrorKind, Progress, Session
 from toolweave.notifications import Notification
 from toolweave_shell._procs import process_alive
 
-from .conftest import SessionFactory
-
 pytestmark = pytest.mark.anyio
+
+SessionFactory = Callable[..., Session]
 
 
 def _pids(path: Path) -> list[int]:
-    return [int(line) for line in path.read_text().split()]
+    """The process ids written to ``path``, one per line (none while it does not exist)."""
+    try:
+        return [int(line) for line in path.read_text().split()]
+    except FileNotFoundError:
+        return []
 
 
-async def _wait_for_file(path: Path, lines: int = 1, timeout: float = 10.0) -> None:
-    with anyio.fail_after(timeout):
-        while not path.exists() or len(path.read_text().split()) < lines:
-            await anyio.sleep(0.01)
+def _touch(path: Path) -> None:
+    path.touch()
 
 
-async def _wait_dead(pids: list[int], timeout: float = 3.0) -> list[int]:
-    """The pids still alive after ``timeout`` seconds (empty: all gone)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        alive = [p for p in pids if process_alive(p)]
-        if not alive:
-            return []
-        await anyio.sleep(0.02)
+def _unlink(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
+def _alive(pids: list[int]) -> list[int]:
     return [p for p in pids if process_alive(p)]
+
+
+async def _poll(predicate: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Check ``predicate`` until it holds (``True``) or ``seconds`` pass (``False``)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await anyio.sleep(0.01)
 
 
 async def test_progress_arrives_before_the_command_ends(
@@ -51,7 +62,7 @@ async def test_progress_arrives_before_the_command_ends(
             items.append(item)
             if isinstance(item, Progress) and "first" in item.message:
                 assert not any(isinstance(i, CallResult) for i in items)
-                (workspace / "go").touch()
+                _touch(workspace / "go")
     result = items[-1]
     assert isinstance(result, CallResult)
     assert result.error is None, result.text
@@ -123,7 +134,7 @@ async def test_timeout_kills_the_whole_process_tree(
     assert "timed out after 0.5 s" in result.text
     pids = _pids(workspace / "pids")
     assert len(pids) == 2
-    assert [p for p in pids if process_alive(p)] == []
+    assert _alive(pids) == []
     assert elapsed < 5
 
 
@@ -132,11 +143,7 @@ async def test_requested_timeout_is_clamped_to_the_maximum(
 ) -> None:
     """A timeout above ``max_timeout_ms`` is lowered to it."""
     session = make_session(
-        {
-            "tools": [
-                {"id": "bash", "params": {"max_timeout_ms": 1000, "default_timeout_ms": 1000}}
-            ]
-        }
+        {"tools": [{"id": "bash", "params": {"max_timeout_ms": 1000, "default_timeout_ms": 1000}}]}
     )
     started = time.monotonic()
     result = await session.call("bash", {"command": "sleep 30", "timeout": 100_000})
@@ -159,13 +166,40 @@ async def test_cancel_kills_the_whole_process_tree(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
-        await _wait_for_file(workspace / "pids", lines=2)
+        assert await _poll(lambda: len(_pids(workspace / "pids")) == 2)
         assert session.cancel("call-1")
     [result] = results
     assert result.error is not None
     assert result.error.kind is ErrorKind.CANCELLED
     pids = _pids(workspace / "pids")
-    assert [p for p in pids if process_alive(p)] == []
+    assert _alive(pids) == []
+
+
+async def test_cancel_at_any_moment_leaves_nothing_running(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """Cancelled while starting, or soon after, the command's processes are all gone by
+    the time the cancelled result comes back."""
+    session = make_session()
+    command = "echo $$ >> pids; sleep 60 & echo $! >> pids; wait"
+    results: list[CallResult] = []
+
+    async def run() -> None:
+        results.append(await session.call("bash", {"command": command}, "c"))
+
+    for delay in (0.0, 0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05):
+        _unlink(workspace / "pids")
+        results.clear()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await anyio.sleep(delay)
+            assert await _poll(lambda: session.cancel("c"))
+        [result] = results
+        assert result.error is not None
+        assert result.error.kind is ErrorKind.CANCELLED
+        await anyio.sleep(0.05)  # a shell that was still starting would write now
+        pids = _pids(workspace / "pids")
+        assert _alive(pids) == [], f"after {delay} s"
 
 
 async def test_closing_a_stream_early_kills_the_command(
@@ -178,8 +212,9 @@ async def test_closing_a_stream_early_kills_the_command(
         async for item in stream:
             if isinstance(item, Progress):
                 break
-    pid = _pids(workspace / "pid")[0]
-    assert await _wait_dead([pid], timeout=0.5) == []
+    pids = _pids(workspace / "pid")
+    assert len(pids) == 1
+    assert _alive(pids) == []
 
 
 async def test_processes_left_holding_the_output_are_stopped(
@@ -194,7 +229,9 @@ async def test_processes_left_holding_the_output_are_stopped(
     assert result.output["output"] == "done\n"
     assert result.output["exit_code"] == 0
     assert "left processes running" in result.text
-    assert await _wait_dead(_pids(workspace / "pid")) == []
+    pids = _pids(workspace / "pid")
+    assert len(pids) == 1
+    assert await _poll(lambda: not _alive(pids), 3.0)
 
 
 async def test_runs_in_the_workspace_with_the_session_environment(
@@ -203,8 +240,10 @@ async def test_runs_in_the_workspace_with_the_session_environment(
     """The command starts in the workspace root and sees the ``Environment`` resource."""
     session = make_session()
     session.set_resource(Environment({"PATH": os.environ["PATH"], "TW_GREETING": "hello"}))
-    result = await session.call("bash", {"command": 'pwd; echo "$TW_GREETING"; echo "${HOME:-unset}"'})
-    assert result.output["output"] == f"{workspace.resolve()}\nhello\nunset\n"
+    result = await session.call(
+        "bash", {"command": 'pwd; echo "$TW_GREETING"; echo "${HOME:-unset}"'}
+    )
+    assert result.output["output"] == f"{session.workspace}\nhello\nunset\n"
 
 
 async def test_end_notifications(make_session: SessionFactory) -> None:

@@ -8,33 +8,48 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
-from toolweave import ConfigError, ErrorKind, Resources
+from toolweave import ConfigError, ErrorKind, Resources, Session
 from toolweave.notifications import Notification
 from toolweave_shell import BackgroundTasks, LocalTerminal, ShellTasks, Terminal
 from toolweave_shell._procs import process_alive
 
-from .conftest import SessionFactory
-
 pytestmark = pytest.mark.anyio
+
+SessionFactory = Callable[..., Session]
 
 GATED = "echo start; while [ ! -f go ]; do sleep 0.02; done; echo end; exit 4"
 """Runs until the test creates the file ``go``, then fails with exit code 4."""
 
 
-async def _wait_for(predicate: object, timeout: float = 10.0) -> None:
-    assert callable(predicate)
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
+def _pids(path: Path) -> list[int]:
+    """The process ids written to ``path``, one per line (none while it does not exist)."""
+    try:
+        return [int(line) for line in path.read_text().split()]
+    except FileNotFoundError:
+        return []
 
 
-async def test_background_task_life_cycle(
-    make_session: SessionFactory, workspace: Path
-) -> None:
+def _touch(path: Path) -> None:
+    path.touch()
+
+
+async def _poll(predicate: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Check ``predicate`` until it holds (``True``) or ``seconds`` pass (``False``)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await anyio.sleep(0.01)
+
+
+async def test_background_task_life_cycle(make_session: SessionFactory, workspace: Path) -> None:
     """Start returns at once; output is read incrementally; a wait times out while the
     task runs; after it ends, a blocking read returns the rest with the exit code and a
     notification says it failed."""
@@ -68,8 +83,10 @@ async def test_background_task_life_cycle(
     assert waited.output["timed_out"] is True
     assert waited.output["tasks"][0]["status"] == "running"
 
-    (workspace / "go").touch()
-    final = await session.call("task_output", {"task_id": task_id, "block": True, "timeout": 10_000})
+    _touch(workspace / "go")
+    final = await session.call(
+        "task_output", {"task_id": task_id, "block": True, "timeout": 10_000}
+    )
     assert final.error is None, final.text
     assert final.output["output"] == "end\n"
     assert final.output["task"]["status"] == "failed"
@@ -80,7 +97,7 @@ async def test_background_task_life_cycle(
     assert again.output["output"] == ""
     assert "(no new output)" in again.text
 
-    await _wait_for(lambda: seen)
+    assert await _poll(lambda: bool(seen))
     [note] = seen
     assert note.name == "execution_failed"
     assert note.data["task_id"] == task_id
@@ -113,8 +130,8 @@ async def test_kill_task_stops_the_whole_process_group(
     command = "echo $$ > pids; sleep 60 & echo $! >> pids; echo up; wait"
     started = await session.call("bash", {"command": command, "is_background": True})
     task_id = started.output["task_id"]
-    await _wait_for(lambda: len((workspace / "pids").read_text().split()) == 2 if (workspace / "pids").exists() else False)
-    pids = [int(p) for p in (workspace / "pids").read_text().split()]
+    assert await _poll(lambda: len(_pids(workspace / "pids")) == 2)
+    pids = _pids(workspace / "pids")
     killed = await session.call("kill_task", {"task_id": task_id})
     assert killed.error is None, killed.text
     assert killed.output["task"]["status"] == "killed"
@@ -216,7 +233,7 @@ async def test_restart_reports_a_vanished_task_as_lost(
         assert first.output["output"] == "hello\n"
     finally:
         os.killpg(pid, signal.SIGKILL)
-    await _wait_for(lambda: not process_alive(pid))
+    assert await _poll(lambda: not process_alive(pid))
     after = await session.call("task_output", {"task_id": task_id})
     assert after.output["task"]["status"] == "lost"
     assert after.output["task"]["exit_code"] is None
@@ -238,7 +255,7 @@ async def test_restart_keeps_a_living_task_killable(
     assert process_alive(pid)
     killed = await session.call("kill_task", {"task_id": task_id})
     assert killed.output["task"]["status"] == "killed"
-    await _wait_for(lambda: not process_alive(pid))
+    assert await _poll(lambda: not process_alive(pid))
 
 
 async def test_restart_keeps_an_end_the_old_host_saw(

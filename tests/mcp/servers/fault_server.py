@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
 
 GARBAGE = "--garbage" in sys.argv
 TAG = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--tag=")), "")
@@ -41,6 +43,16 @@ async def die(after: float = 0.1) -> str:
     """Exit the process in the middle of the call."""
     await anyio.sleep(after)
     os._exit(3)
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+def flaky(marker: str) -> str:
+    """Exit the first time (no marker file yet); answer on later calls (idempotent)."""
+    path = Path(marker)
+    if not path.exists():
+        path.write_text("crashed once")
+        os._exit(4)
+    return "second time lucky"
 
 
 @server.tool()

@@ -13,22 +13,17 @@ HELP = """One typed, extensible tool system for AI agents.
 
 List the installed packs and their tools, render definitions for a provider, call a
 tool on the current directory, check a configuration, serve tools over MCP, or watch
-the demo conversation.
+the demo session.
 """
 
-EPILOG = """[bold]Examples[/bold]
+EPILOG = """**Examples**
 
-  toolweave demo                               # a scripted agent session, in seconds
-
-  toolweave packs                              # what is installed, loaded, broken
-
-  toolweave tools --format openai-strict       # definitions for a provider
-
-  toolweave call read_file '{"path": "README.md"}'
-
-  toolweave check toolweave.toml               # every problem of a configuration
-
-  toolweave serve --http 127.0.0.1:8765        # the tools as an MCP server
+    toolweave demo                           # a scripted agent session, in seconds
+    toolweave packs                          # what is installed, loaded, broken
+    toolweave tools --format openai-strict   # definitions for a provider
+    toolweave call read_file '{"path": "README.md"}'
+    toolweave check toolweave.toml           # every problem of a configuration
+    toolweave serve --http 127.0.0.1:8765    # the tools as an MCP server
 
 Set TOOLWEAVE_DEBUG=1 to see tracebacks.
 """
@@ -50,7 +45,7 @@ def make_app() -> typer.Typer:
         epilog=EPILOG,
         no_args_is_help=True,
         add_completion=False,
-        rich_markup_mode="rich",
+        rich_markup_mode="markdown",
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
@@ -62,9 +57,7 @@ def make_app() -> typer.Typer:
         ] = False,
         version: Annotated[
             bool,
-            typer.Option(
-                "--version", callback=_version, is_eager=True, help="Print the version."
-            ),
+            typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
         ] = False,
     ) -> None:
         """One typed, extensible tool system for AI agents."""

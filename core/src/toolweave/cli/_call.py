@@ -57,23 +57,45 @@ async def _watch_interrupts(session: Session, call_id: str) -> None:
             session.cancel(call_id)
 
 
-async def run_call(session: Session, name: str, arguments: object, quiet: bool) -> CallResult:
-    """Run one call in streaming mode, showing progress and honouring Ctrl-C."""
+async def _deadline(session: Session, seconds: float, expired: list[bool]) -> None:
+    """Cancel the call when ``--timeout`` passes (whatever the tool's own deadline)."""
+    await anyio.sleep(seconds)
+    expired.append(True)
+    session.cancel(CALL_ID)
+
+
+async def run_call(
+    session: Session,
+    name: str,
+    arguments: object,
+    quiet: bool,
+    seconds: float | None = None,
+) -> CallResult:
+    """Run one call in streaming mode, showing progress, honouring Ctrl-C and a time limit."""
+    from toolweave.errors import ErrorKind, ToolError
     from toolweave.stream import CallResult
 
     result: CallResult | None = None
+    expired: list[bool] = []
     async with anyio.create_task_group() as tg:
         if sys.platform != "win32":
             tg.start_soon(_watch_interrupts, session, CALL_ID)
+        if seconds is not None:
+            tg.start_soon(_deadline, session, seconds, expired)
         spinner = err.status(f"[dim]{name} running…[/]") if err.is_terminal and not quiet else None
         with spinner or contextlib.nullcontext():
-            async for item in session.stream(name, arguments, CALL_ID):
-                if isinstance(item, CallResult):
-                    result = item
-                elif not quiet:
-                    show_progress(item)
+            async with session.stream(name, arguments, CALL_ID) as items:
+                async for item in items:
+                    if isinstance(item, CallResult):
+                        result = item
+                    elif not quiet:
+                        show_progress(item)
         tg.cancel_scope.cancel()
     assert result is not None
+    if expired and result.error is not None and result.error.kind == ErrorKind.CANCELLED:
+        message = f"{name} did not finish within {seconds:g} s (--timeout) and was stopped"
+        result.error = ToolError(ErrorKind.TIMEOUT, message)
+        result.text = message
     return result
 
 
@@ -96,7 +118,13 @@ def call(
     ] = None,
     timeout: Annotated[
         float | None,
-        typer.Option("--timeout", "-t", help="Seconds the call may run.", show_default=False),
+        typer.Option(
+            "--timeout",
+            "-t",
+            help="Stop the call after this many seconds (exit 1 with 'timeout').",
+            show_default=False,
+            min=0.001,
+        ),
     ] = None,
     config: ConfigOpt = None,
     packs: PacksOpt = None,
@@ -109,23 +137,17 @@ def call(
     Streaming tools show their progress as it happens; Ctrl-C cancels the call cleanly
     (exit 130). A failed call prints its error kind and exits with 1.
 
-    [bold]Examples[/bold]
+    **Examples**
 
-      toolweave call read_file '{"path": "README.md", "limit": 20}'
-
-      toolweave call bash '{"command": "pytest -q"}'
-
-      echo '{"pattern": "TODO"}' | toolweave call grep -
-
-      toolweave call list_dir --json
+        toolweave call read_file '{"path": "README.md", "limit": 20}'
+        toolweave call bash '{"command": "pytest -q"}'
+        echo '{"pattern": "TODO"}' | toolweave call grep -
+        toolweave call list_dir --json
     """
     text = sys.stdin.read() if arguments == "-" else arguments
     toolset = build_toolset(load_packs(packs, exclude), config)
-    options: dict[str, object] = {"workspace": workspace or Path.cwd()}
-    if timeout is not None:
-        options["default_timeout"] = timeout
-    session = toolset.session(**options)  # type: ignore[arg-type]
-    result = anyio.run(run_call, session, name, text, quiet or json_)
+    session = toolset.session(workspace=workspace or Path.cwd())
+    result = anyio.run(run_call, session, name, text, quiet or json_, timeout)
     if json_:
         print_json(result.to_dict())
     elif result.error is None:

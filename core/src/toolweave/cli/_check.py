@@ -36,11 +36,10 @@ def check(
     Prints every problem, one per line, and exits with 1 when there is any; warnings
     (such as a deprecated version) are printed but do not fail the check.
 
-    [bold]Examples[/bold]
+    **Examples**
 
-      toolweave check toolweave.toml
-
-      toolweave check agent.json --packs fs,shell --json
+        toolweave check toolweave.toml
+        toolweave check agent.json --packs fs,shell --json
     """
     from rich.text import Text
 

@@ -19,11 +19,11 @@ if TYPE_CHECKING:
     from toolweave.toolset import ToolSet
 
 __all__ = [
+    "CliError",
     "ConfigOpt",
     "ExcludeOpt",
     "JsonOpt",
     "PacksOpt",
-    "CliError",
     "build_toolset",
     "err",
     "guarded",
@@ -49,6 +49,7 @@ PacksOpt = Annotated[
     typer.Option(
         "--packs",
         "-p",
+        metavar="PACK,...",
         help="Load only these packs (comma-separated or repeated; default: every installed pack).",
         show_default=False,
     ),
@@ -58,6 +59,7 @@ ExcludeOpt = Annotated[
     typer.Option(
         "--exclude",
         "-x",
+        metavar="PACK,...",
         help="Never load these packs (comma-separated or repeated).",
         show_default=False,
     ),
@@ -72,9 +74,7 @@ ConfigOpt = Annotated[
         dir_okay=False,
     ),
 ]
-JsonOpt = Annotated[
-    bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")
-]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 
 
 class CliError(Exception):

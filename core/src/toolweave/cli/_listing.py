@@ -47,13 +47,11 @@ def packs(
 ) -> None:
     """List the installed packs: loaded, failed (with the error) or not selected.
 
-    [bold]Examples[/bold]
+    **Examples**
 
-      toolweave packs
-
-      toolweave packs --packs fs,shell --json
-
-      toolweave packs --strict          # exit 1 when a pack is broken (for CI)
+        toolweave packs
+        toolweave packs --packs fs,shell --json
+        toolweave packs --strict          # exit 1 when a pack is broken (for CI)
     """
     from rich.table import Table
 
@@ -74,9 +72,7 @@ def packs(
             tools = ", ".join(t.split(":", 1)[1] for t in info.tools)
             if info.error is not None:
                 tools = f"[red]{_esc(str(info.error))}[/]"
-            table.add_row(
-                info.name, f"[{styles[info.status]}]{info.status}[/]", dist, tools or "-"
-            )
+            table.add_row(info.name, f"[{styles[info.status]}]{info.status}[/]", dist, tools or "-")
         out.print(table)
     if strict and manager.failed:
         raise typer.Exit(1)
@@ -100,15 +96,12 @@ def tools(
 ) -> None:
     """Print the tool definitions the model would get, as JSON in a provider's format.
 
-    [bold]Examples[/bold]
+    **Examples**
 
-      toolweave tools                                  # neutral definitions
-
-      toolweave tools --format anthropic --packs fs
-
-      toolweave tools --format openai-strict --config toolweave.toml
-
-      toolweave tools --table
+        toolweave tools                                  # neutral definitions
+        toolweave tools --format anthropic --packs fs
+        toolweave tools --format openai-strict --config toolweave.toml
+        toolweave tools --table
     """
     toolset = build_toolset(load_packs(packs, exclude), config)
     definitions = toolset.definitions(format)
@@ -118,22 +111,39 @@ def tools(
     _table(toolset)
 
 
+def _pack_of(origin: str) -> str:
+    """``fs`` from ``pack fs (toolweave-fs 0.1.0)``; other origins as they are."""
+    return origin.split()[1] if origin.startswith("pack ") else origin
+
+
 def _table(toolset: ToolSet) -> None:
     from rich.table import Table
 
-    grid = Table(box=None, pad_edge=False)
-    for column in ("name", "kind", "tool", "from", "description"):
-        grid.add_column(column, overflow="fold")
-    for entry in toolset:
-        first = entry.description.strip().split(". ")[0].rstrip(".")
-        grid.add_row(
-            entry.name + (" [dim](read-only)[/]" if entry.read_only else ""),
+    if not len(toolset):
+        out.print("No tools. Install a pack: pip install toolweave-fs")
+        return
+    rows = [
+        (
+            entry.name,
             entry.kind.value,
-            entry.tool.fqid,
-            _esc(entry.tool.origin),
-            _esc(first[:80]),
+            _pack_of(entry.tool.origin),
+            "yes" if entry.read_only else "",
+            entry.description.strip().splitlines()[0].split(". ")[0].rstrip("."),
         )
-    out.print(grid if len(toolset) else "No tools. Install a pack: pip install toolweave-fs")
+        for entry in toolset
+    ]
+    grid = Table(box=None, pad_edge=False)
+    used = 0
+    for i, column in enumerate(("name", "kind", "pack", "ro")):
+        width = max(len(column), *(len(row[i]) for row in rows))
+        grid.add_column(column, width=width)
+        used += width + 2
+    grid.add_column("description")
+    room = max(20, out.width - used - 1)
+    for row in rows:
+        text = row[4] if len(row[4]) <= room else row[4][: room - 1] + "…"
+        grid.add_row(*(_esc(cell) for cell in row[:4]), _esc(text))
+    out.print(grid)
 
 
 def _arguments(entry: ToolEntry) -> list[dict[str, Any]]:
@@ -181,11 +191,10 @@ def describe(
 ) -> None:
     """Show one tool: where it comes from, what it does, its arguments and params.
 
-    [bold]Examples[/bold]
+    **Examples**
 
-      toolweave describe read_file
-
-      toolweave describe bash --json
+        toolweave describe read_file
+        toolweave describe bash --json
     """
     toolset = build_toolset(load_packs(packs, exclude), config)
     entry = toolset.get(name)
@@ -196,7 +205,7 @@ def describe(
         )
     tool = entry.tool
     params = entry.params.model_dump(mode="json") if entry.params is not None else None
-    info = {
+    info: dict[str, Any] = {
         "name": entry.name,
         "fqid": tool.fqid,
         "origin": tool.origin,

@@ -70,18 +70,15 @@ def new_pack(
     name: Annotated[str, typer.Argument(help="The pack's name: lowercase, e.g. weather.")],
     directory: Annotated[
         Path,
-        typer.Option(
-            "--dir", "-d", help="Where to create toolweave-NAME/.", file_okay=False
-        ),
+        typer.Option("--dir", "-d", help="Where to create toolweave-NAME/.", file_okay=False),
     ] = Path("."),
 ) -> None:
     """Create a new pack distribution: pyproject with the entry point, src layout, an example tool, tests.
 
-    [bold]Examples[/bold]
+    **Examples**
 
-      toolweave new-pack weather
-
-      toolweave new-pack weather --dir plugins-contrib
+        toolweave new-pack weather
+        toolweave new-pack weather --dir plugins-contrib
     """
     dest = render_pack(directory, name)
     out.print(f"created [bold]{dest}[/]")

@@ -41,7 +41,9 @@ def serve(
             show_default=False,
         ),
     ] = None,
-    name: Annotated[str, typer.Option("--name", help="Server name shown to clients.")] = "toolweave",
+    name: Annotated[
+        str, typer.Option("--name", help="Server name shown to clients.")
+    ] = "toolweave",
     config: ConfigOpt = None,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
@@ -51,13 +53,13 @@ def serve(
     Over stdio nothing but the protocol is written to standard output; messages go to
     standard error. Stop it by closing its input (stdio) or with Ctrl-C (HTTP).
 
-    [bold]Examples[/bold]
+    **Examples**
 
-      toolweave serve --packs fs,search              # for an MCP client that spawns it
-
-      toolweave serve --http 127.0.0.1:8765 --config toolweave.toml
+        toolweave serve --packs fs,search              # for an MCP client that spawns it
+        toolweave serve --http 127.0.0.1:8765 --config toolweave.toml
     """
-    from toolweave.mcp import parse_http_address, serve as serve_mcp
+    from toolweave.mcp import parse_http_address
+    from toolweave.mcp import serve as serve_mcp
 
     if http is not None:
         parse_http_address(http)  # a bad address fails before anything starts

@@ -127,8 +127,8 @@ async def run_tool_calls(
 ) -> list[dict[str, Any]]:
     """Run every tool call of a model reply and return the result messages to append.
 
-    Calls run through the session (concurrently where the tools allow it, when the
-    session can batch calls); a failed call becomes an error result for the model,
+    Calls run through :meth:`Session.call_many <toolweave.Session.call_many>`
+    (concurrently when every tool allows it); a failed call becomes an error result for the model,
     never an exception. ``null`` given for an optional argument means "not given", so
     replies to strict-mode definitions (where every argument must be sent) work as is.
 
@@ -142,11 +142,10 @@ async def run_tool_calls(
 
 
 async def _call_all(session: Session, calls: list[ToolCall]) -> list[CallResult]:
-    call_many = getattr(session, "call_many", None)
-    if call_many is not None and len(calls) > 1:
-        batch = [(c.name, c.arguments, c.call_id) for c in calls]
-        return list(await call_many(batch))
-    return [await session.call(c.name, c.arguments, c.call_id) for c in calls]
+    if len(calls) == 1:
+        (one,) = calls
+        return [await session.call(one.name, one.arguments, one.call_id)]
+    return await session.call_many(calls)
 
 
 # -- null for "not given" ---------------------------------------------------------------

@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 from toolweave.mcp._config import ServerConfig, load_servers, parse_servers
 from toolweave.mcp._connection import ServerState, ServerStatus
 from toolweave.mcp._names import DEFAULT_PREFIX
-from toolweave.mcp._pool import PREFIX_OPTION, MCPPool, RemoteToolInfo
+from toolweave.mcp._pool import MCPPool, RemoteToolInfo
 from toolweave.mcp._server import (
     SessionServer,
     parse_http_address,
@@ -33,7 +33,6 @@ from toolweave.mcp._server import (
 
 __all__ = [
     "DEFAULT_PREFIX",
-    "PREFIX_OPTION",
     "MCPPool",
     "RemoteToolInfo",
     "ServerConfig",

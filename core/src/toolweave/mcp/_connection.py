@@ -31,8 +31,10 @@ __all__ = ["PendingCall", "ServerConnection", "ServerState", "ServerStatus"]
 
 logger = logging.getLogger("toolweave.mcp")
 
-DEBOUNCE = 0.02
-"""Seconds to wait after a list_changed before re-listing, so a burst costs one re-list."""
+DEBOUNCE = 0.05
+"""Quiet seconds after a list_changed before re-listing, so a burst costs one re-list."""
+COALESCE_MAX = 0.5
+"""Longest delay of a re-list while notifications keep coming."""
 BACKOFF_START = 0.2
 """First reconnect delay in seconds; doubled after each failure."""
 BACKOFF_MAX = 30.0
@@ -93,37 +95,46 @@ class _ConnectionLost(Exception):
 
 
 class PendingCall:
-    """One remote call in flight: progress and the outcome flow back through a stream."""
+    """One remote call in flight: progress items, then the outcome, for one reader.
 
-    __slots__ = ("_receive", "_send", "done", "scope")
+    The caller loops on :meth:`next_items` until :attr:`done`; the connection's call
+    task writes. Either side may end first: writes after the end are dropped.
+    """
+
+    __slots__ = ("_items", "_wake", "done", "outcome", "scope")
 
     def __init__(self) -> None:
-        self._send, self._receive = anyio.create_memory_object_stream[Any](math.inf)
+        self._items: list[Progress] = []
+        self._wake = anyio.Event()
         self.scope = anyio.CancelScope()
         self.done = False
+        self.outcome: Any = None
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """The SDK's progress callback."""
         if not self.done:
-            self._send.send_nowait(Progress(message=message or "", progress=progress, total=total))
+            self._items.append(Progress(message=message or "", progress=progress, total=total))
+            self._wake.set()
 
-    def finish(self, item: Any) -> None:
-        """Deliver the outcome (``(output, text)`` or a :class:`_Failure`) once."""
-        if self.done:
-            return
-        self.done = True
-        self._send.send_nowait(item)
-        self._send.close()
+    def finish(self, outcome: Any) -> None:
+        """Deliver the outcome (``(output, text)`` or a :class:`Failure`) once."""
+        if not self.done:
+            self.done = True
+            self.outcome = outcome
+            self._wake.set()
 
     def cancel(self) -> None:
         """Stop the call (the SDK tells the server) and drop whatever arrives later."""
         self.scope.cancel()
-        self._receive.close()
+        self.done = True
 
-    @property
-    def items(self) -> Any:
-        """Progress items, then the outcome."""
-        return self._receive
+    async def next_items(self) -> list[Progress]:
+        """Wait for news: the progress items that arrived since the last call (the
+        outcome is in :attr:`outcome` once :attr:`done`)."""
+        await self._wake.wait()
+        self._wake = anyio.Event()
+        items, self._items = self._items, []
+        return items
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +195,7 @@ class ServerConnection:
         self.list_changed = 0
         self.transport_errors = 0
         self.next_attempt: float | None = None
+        """When the next reconnect attempt starts (``anyio.current_time()`` clock)."""
         self.scope = anyio.CancelScope()
         self.settled = anyio.Event()
         self.finished = anyio.Event()
@@ -191,6 +203,7 @@ class ServerConnection:
         self._dirty = anyio.Event()
         self._retry_now = anyio.Event()
         self._calls: anyio.abc.TaskGroup | None = None
+        self._pending: set[PendingCall] = set()
 
     def __repr__(self) -> str:
         return f"<ServerConnection {self.id} {self.state.value}>"
@@ -204,6 +217,7 @@ class ServerConnection:
             with self.scope:
                 while True:
                     self.state = ServerState.CONNECTING
+                    self.next_attempt = None
                     self._retry_now = anyio.Event()
                     before = self.connects
                     try:
@@ -325,7 +339,21 @@ class ServerConnection:
             finally:
                 self._calls = None
                 self.client = None
+                lost = self._lost_failure()
+                for pending in list(self._pending):
+                    pending.finish(lost)
+                self._pending.clear()
         raise _ConnectionLost("the connection was closed")
+
+    def _lost_failure(self, tool: str = "the call") -> Failure:
+        return Failure(
+            ToolError(
+                ErrorKind.UNAVAILABLE,
+                f"the connection to MCP server {self.id!r} was lost during {tool}; "
+                "the call may or may not have taken effect",
+            ),
+            transient=True,
+        )
 
     async def _watch_eof(self, closed: anyio.Event) -> None:
         await closed.wait()
@@ -361,7 +389,15 @@ class ServerConnection:
             with anyio.move_on_after(poll):
                 await self._dirty.wait()
             if self._dirty.is_set():
-                await anyio.sleep(DEBOUNCE)
+                # Trailing-edge debounce: re-list once the notifications pause (or after
+                # COALESCE_MAX at the latest), so a burst costs a few re-lists.
+                first = anyio.current_time()
+                while anyio.current_time() - first < COALESCE_MAX:
+                    self._dirty = anyio.Event()
+                    with anyio.move_on_after(DEBOUNCE):
+                        await self._dirty.wait()
+                    if not self._dirty.is_set():
+                        break
             self._dirty = anyio.Event()
             try:
                 with anyio.fail_after(max(self.config.timeout_s * 2, 1.0)):
@@ -378,8 +414,7 @@ class ServerConnection:
                 async with client.listen(tools_list_changed=True) as sub:
                     self._dirty.set()
                     pause = 0.5
-                    async for _event in sub:
-                        self.list_changed += 1
+                    async for _event in sub:  # also teed to _on_message, which counts
                         self._dirty.set()
             except ListenNotSupportedError:
                 return
@@ -395,8 +430,7 @@ class ServerConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
-            if self.protocol_version != _MODERN:
-                self.list_changed += 1
+            self.list_changed += 1
             self._dirty.set()
         elif isinstance(message, Exception):
             self.transport_errors += 1
@@ -439,7 +473,11 @@ class ServerConnection:
         if self.state is ServerState.STOPPED:
             hint = "It was removed from the configuration; do not call its tools again."
         elif self.config.auto_reconnect:
-            hint = "It is reconnecting: try again shortly, or continue without this tool."
+            when = ""
+            if self.next_attempt is not None:
+                left = max(0.0, self.next_attempt - anyio.current_time())
+                when = f" (next attempt in {left:.0f} s)"
+            hint = f"It is reconnecting{when}: try again shortly, or continue without this tool."
         else:
             hint = "It will not come back by itself; continue without this tool."
         return ToolError(
@@ -453,6 +491,7 @@ class ServerConnection:
         if client is None or calls is None or self.state is not ServerState.ONLINE:
             return Failure(self.unavailable(tool), transient=True, sent=False)
         pending = PendingCall()
+        self._pending.add(pending)
         calls.start_soon(self._run_call, client, pending, tool, arguments)
         return pending
 
@@ -481,17 +520,9 @@ class ServerConnection:
                 except ToolError as err:
                     pending.finish(Failure(err, transient=False))
         finally:
+            self._pending.discard(pending)
             if not pending.done:
-                pending.finish(
-                    Failure(
-                        ToolError(
-                            ErrorKind.UNAVAILABLE,
-                            f"the connection to MCP server {self.id!r} was lost during {tool}; "
-                            "the call may or may not have taken effect",
-                        ),
-                        transient=True,
-                    )
-                )
+                pending.finish(self._lost_failure(tool))
 
 
 def _call_failure(exc: Exception, tool: str, server: str) -> Failure:

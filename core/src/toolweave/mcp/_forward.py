@@ -13,7 +13,6 @@ from toolweave.errors import ErrorKind, ToolError
 from toolweave.external import external_tool
 from toolweave.mcp._connection import Failure, PendingCall, ServerState
 from toolweave.mcp._names import namespace_for
-from toolweave.stream import Progress
 
 if TYPE_CHECKING:
     from toolweave.mcp._connection import ServerConnection
@@ -75,12 +74,10 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
             outcome: Any = None
             if isinstance(started, PendingCall):
                 try:
-                    async for item in started.items:
-                        if isinstance(item, Progress):
+                    while not started.done:
+                        for item in await started.next_items():
                             yield item
-                        else:
-                            outcome = item
-                            break
+                    outcome = started.outcome
                 finally:
                     started.cancel()
             else:

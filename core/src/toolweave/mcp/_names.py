@@ -20,17 +20,18 @@ def sanitize(part: str) -> str:
     return _INVALID.sub("_", part) or "_"
 
 
-def fit(name: str) -> str:
-    """``name`` cut to :data:`MAX_NAME` characters, kept unique by a short hash."""
-    if len(name) <= MAX_NAME:
+def fit(name: str, limit: int = MAX_NAME) -> str:
+    """``name`` cut to ``limit`` characters, kept unique by a short hash."""
+    if len(name) <= limit:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{name[: MAX_NAME - 9]}_{digest}"
+    return f"{name[: max(limit - 9, 1)]}_{digest}"
 
 
-def client_name(prefix: str, server_id: str, tool: str) -> str:
-    """The default client name of remote ``tool`` of ``server_id``."""
-    return fit(f"{sanitize(prefix) if prefix else ''}{sanitize(server_id)}__{sanitize(tool)}")
+def client_name(prefix: str, server_id: str, tool: str, limit: int = MAX_NAME) -> str:
+    """The default client name of remote ``tool`` of ``server_id`` (at most ``limit`` long)."""
+    name = f"{sanitize(prefix) if prefix else ''}{sanitize(server_id)}__{sanitize(tool)}"
+    return fit(name, limit)
 
 
 def namespace_for(server_id: str) -> str:

@@ -19,7 +19,7 @@ from toolweave.errors import ConfigError, UsageError
 from toolweave.mcp._config import ServerConfig, load_servers
 from toolweave.mcp._connection import ServerConnection, ServerState, ServerStatus, describe
 from toolweave.mcp._forward import remote_tool
-from toolweave.mcp._names import DEFAULT_PREFIX, client_name, fit
+from toolweave.mcp._names import DEFAULT_PREFIX, MAX_NAME, client_name, fit
 from toolweave.mcp._reload import watch_file
 
 if TYPE_CHECKING:
@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["MCPPool", "RemoteToolInfo"]
 
 logger = logging.getLogger("toolweave.mcp")
-
-PREFIX_OPTION = "mcp_prefix"
-"""The tool-set option that sets the client-name prefix of remote tools."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +48,9 @@ class RemoteToolInfo:
 @dataclass(slots=True)
 class _Registered:
     name: str
+    """The client-visible name (after the set's ``external_prefix``)."""
+    base: str
+    """The name the pool asked for (before the set's ``external_prefix``)."""
     fingerprint: str
 
 
@@ -73,7 +73,12 @@ class MCPPool:
 
     Each remote tool becomes an external tool of ``session`` under the client name
     ``<prefix><server>__<tool>`` (or a configured name), with the server's input
-    schema; arguments are validated against it before any request is sent. The pool
+    schema; arguments are validated against it before any request is sent. The
+    prefix is the tool set's ``external_prefix`` (which the session puts before every
+    external tool); when the set has none, the pool uses ``mcp__``. A name taken by a
+    built-in tool (or another external tool) is never shadowed: the tool gets the
+    default name instead, or a numbered one, as reported in :attr:`ServerStatus.renamed`.
+    The pool
     keeps the tools in sync (``tools/list_changed``, reconnects, periodic polling),
     watches each server (heartbeats), takes an offline server's tools out of the
     listing and reconnects with backoff. With ``config_path`` it also follows edits
@@ -90,8 +95,9 @@ class MCPPool:
         servers: Server configurations by id (see :func:`~toolweave.mcp.parse_servers`).
         config_path: A server file (JSON or TOML); read at start and watched for
             changes while ``watch`` is on. Combined with ``servers`` (ids must differ).
-        prefix: Client-name prefix (default: the tool set's ``mcp_prefix`` option,
-            else ``"mcp__"``). A server's own ``prefix`` wins.
+        prefix: Client-name prefix of the pool's own, put after the set's
+            ``external_prefix`` (default: ``""`` when the set has an
+            ``external_prefix``, else ``"mcp__"``). A server's own ``prefix`` wins.
         watch: Follow edits of ``config_path``.
         reload_interval: Seconds between checks of ``config_path``.
     """
@@ -108,10 +114,9 @@ class MCPPool:
     ) -> None:
         self.session = session
         self.config_path = Path(config_path) if config_path is not None else None
-        option = session.toolset.options.get(PREFIX_OPTION)
-        self.prefix: str = (
-            prefix if prefix is not None else option if isinstance(option, str) else DEFAULT_PREFIX
-        )
+        if prefix is None:
+            prefix = "" if session.toolset.config.external_prefix else DEFAULT_PREFIX
+        self.prefix: str = prefix
         self.watch = watch
         self.reload_interval = reload_interval
         self.version = 0
@@ -356,34 +361,48 @@ class MCPPool:
     def _prefix_for(self, conn: ServerConnection) -> str:
         return conn.config.prefix if conn.config.prefix is not None else self.prefix
 
-    def _register(self, conn: ServerConnection, tool: types.Tool, keep: str | None) -> str | None:
+    def _register(
+        self, conn: ServerConnection, tool: types.Tool, keep: str | None
+    ) -> _Registered | None:
         sid = conn.id
+        skipped = self._skipped.setdefault(sid, {})
         try:
             erased = remote_tool(self, conn, tool)
         except Exception as exc:
-            self._skipped.setdefault(sid, {})[tool.name] = f"invalid input schema: {describe(exc)}"
+            skipped[tool.name] = f"invalid input schema: {describe(exc)}"
             logger.warning("MCP server %r: tool %r skipped: %s", sid, tool.name, describe(exc))
             return None
-        default = client_name(self._prefix_for(conn), sid, tool.name)
+        try:
+            self.session.toolset.external_entry(erased)  # refused by the set's mode?
+        except UsageError as exc:
+            skipped[tool.name] = str(exc)
+            return None
+        limit = MAX_NAME - len(self.session.toolset.config.external_prefix)
+        default = client_name(self._prefix_for(conn), sid, tool.name, limit)
         wanted = conn.config.names.get(tool.name) or keep or default
         candidates = list(dict.fromkeys([wanted, default]))
-        candidates += [fit(f"{default}_{i}") for i in range(2, 10)]
-        for name in candidates:
+        candidates += [fit(f"{default}_{i}", limit) for i in range(2, 10)]
+        reason = ""
+        for base in candidates:
             try:
-                self.session.register_external(erased, name=name)
+                entry = self.session.register_external(erased, name=base)
             except UsageError as exc:
                 reason = str(exc)
                 continue
-            if name != wanted:
-                self._renamed.setdefault(sid, {})[tool.name] = name
+            if base != wanted:
+                self._renamed.setdefault(sid, {})[tool.name] = entry.name
                 logger.warning(
-                    "MCP server %r: tool %r is listed as %r (%s)", sid, tool.name, name, reason
+                    "MCP server %r: tool %r is listed as %r (%s)",
+                    sid,
+                    tool.name,
+                    entry.name,
+                    reason,
                 )
             else:
                 self._renamed.get(sid, {}).pop(tool.name, None)
-            self._by_name[name] = RemoteToolInfo(name, sid, tool.name)
-            return name
-        self._skipped.setdefault(sid, {})[tool.name] = "no free client name"
+            self._by_name[entry.name] = RemoteToolInfo(entry.name, sid, tool.name)
+            return _Registered(entry.name, base, _fingerprint(tool))
+        skipped[tool.name] = f"no free client name ({reason})"
         return None
 
     def _unregister(self, name: str) -> None:
@@ -407,18 +426,17 @@ class MCPPool:
         for remote in [r for r in skipped if r not in latest]:
             del skipped[remote]
         for remote, tool in latest.items():
-            fingerprint = _fingerprint(tool)
             old = records.get(remote)
-            if old is not None and old.fingerprint == fingerprint:
+            if old is not None and old.fingerprint == _fingerprint(tool):
                 continue
             keep = None
             if old is not None:
-                keep = old.name
+                keep = old.base
                 self._unregister(records.pop(remote).name)
             skipped.pop(remote, None)
-            name = self._register(conn, tool, keep)
-            if name is not None:
-                records[remote] = _Registered(name, fingerprint)
+            record = self._register(conn, tool, keep)
+            if record is not None:
+                records[remote] = record
             changed = True
         if changed:
             self.version += 1

@@ -60,7 +60,16 @@ class SessionState:
             failure is logged and state lives in memory only.
     """
 
-    __slots__ = ("_locks", "_open_store", "_persist_lock", "_raw", "_slots", "_store", "session_id")
+    __slots__ = (
+        "_lock_of",
+        "_locks",
+        "_open_store",
+        "_persist_lock",
+        "_raw",
+        "_slots",
+        "_store",
+        "session_id",
+    )
 
     def __init__(self, session_id: str, open_store: Callable[[], StateStore]) -> None:
         self.session_id = session_id
@@ -69,6 +78,7 @@ class SessionState:
         self._raw: dict[str, str] | None = None
         self._slots: dict[type[BaseModel], StateSlot] = {}
         self._locks: dict[str, anyio.Semaphore] = {}
+        self._lock_of: dict[type[BaseModel], tuple[str, anyio.Semaphore]] = {}
         self._persist_lock: anyio.Lock | None = None
 
     @property
@@ -156,20 +166,26 @@ class SessionState:
         slot.value = value
         return slot
 
-    def lock(self, model: type[BaseModel]) -> anyio.Semaphore:
-        """The lock that serialises calls of tools declaring ``model`` as their state.
+    def lock(self, model: type[BaseModel]) -> tuple[str, anyio.Semaphore]:
+        """The key of ``model`` and the lock that serialises calls of tools declaring it.
 
         A semaphore rather than a lock: a stream may release it from another task.
         """
-        key = state_key(model)
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = anyio.Semaphore(1)
-        return lock
+        found = self._lock_of.get(model)
+        if found is None:
+            key = state_key(model)
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = anyio.Semaphore(1)
+            found = self._lock_of[model] = (key, lock)
+        return found
 
     async def persist(self, slots: Iterable[StateSlot]) -> None:
         """Save the ``slots`` whose JSON changed, in one transaction; shielded from
         cancellation. A failing store is logged; the live state is kept."""
+        slots = list(slots)
+        if all(slot.value.model_dump_json() == slot.saved for slot in slots):
+            return
         with anyio.CancelScope(shield=True):
             if self._persist_lock is None:
                 self._persist_lock = anyio.Lock()
@@ -182,8 +198,12 @@ class SessionState:
                 if not changed:
                     return
                 changes: dict[str, str | None] = {s.key: d for s, d in changed}
+                store = self.store
                 try:
-                    await anyio.to_thread.run_sync(self.store.save, self.session_id, changes)
+                    if getattr(store, "blocking", True):
+                        await anyio.to_thread.run_sync(store.save, self.session_id, changes)
+                    else:
+                        store.save(self.session_id, changes)
                 except Exception:
                     logger.exception(
                         "saving the state of session %s failed; it is kept in memory",

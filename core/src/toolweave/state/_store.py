@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Protocol, final, runtime_checkable
+from typing import ClassVar, Protocol, final, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -18,7 +18,9 @@ class StateStore(Protocol):
     Values are JSON text keyed by ``(session_id, key)``; a key names one state model
     (see :func:`state_key`). The methods block: a session loads once, on the first
     access to its state, and saves from a worker thread, so a store may do disk or
-    network I/O. Implementations must be safe to call from several threads.
+    network I/O. Implementations must be safe to call from several threads. A store
+    whose methods never block may say so with a class attribute ``blocking = False``;
+    its saves then run in the event loop.
     """
 
     def load(self, session_id: str) -> dict[str, str]:
@@ -52,6 +54,9 @@ def state_key(model: type[BaseModel]) -> str:
 class MemoryStateStore:
     """A store that keeps state in memory: for tests and for sessions that should not
     outlive their process. Sessions of one process sharing it see one another's state."""
+
+    blocking: ClassVar[bool] = False
+    """Saves are quick dictionary updates, done in the event loop."""
 
     def __init__(self) -> None:
         self._data: dict[str, dict[str, str]] = {}

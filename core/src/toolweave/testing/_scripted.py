@@ -36,6 +36,9 @@ class Step:
         note: What the step shows, for people reading a transcript.
         check: Extra check of the result; returns a problem description or ``None``.
         call_id: The call id (default: ``call_<n>``).
+        needs: Other tools this step only makes sense with (``enter_plan`` before a
+            write that plan mode must refuse); with ``skip_missing`` the step is
+            skipped when one of them is not in the session.
     """
 
     name: str
@@ -45,6 +48,7 @@ class Step:
     note: str = ""
     check: Callable[[CallResult], str | None] | None = None
     call_id: str | None = None
+    needs: tuple[str, ...] = ()
 
     def problem(self, result: CallResult) -> str | None:
         """Why ``result`` is not what this step expects, or ``None`` when it is."""
@@ -75,10 +79,11 @@ def step(
     note: str = "",
     check: Callable[[CallResult], str | None] | None = None,
     call_id: str | None = None,
+    needs: Sequence[str] = (),
 ) -> Step:
     """A :class:`Step`; ``contains`` may be one string or several."""
     texts = (contains,) if isinstance(contains, str) else tuple(contains)
-    return Step(name, arguments or {}, expect, texts, note, check, call_id)
+    return Step(name, arguments or {}, expect, texts, note, check, call_id, tuple(needs))
 
 
 @dataclass(slots=True)
@@ -94,6 +99,7 @@ class Turn:
         problem: Why the call did not behave as the step expects (``None``: it did).
         skipped: ``True`` when the tool is not in the session and the model skips
             missing tools (nothing ran).
+        missing: The tools the step needed that the session lacks (when skipped).
     """
 
     step: Step
@@ -103,6 +109,7 @@ class Turn:
     seconds: float = 0.0
     problem: str | None = None
     skipped: bool = False
+    missing: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -198,7 +205,7 @@ class ScriptedModel:
             ``openai-responses``, ``anthropic`` or ``gemini``).
         skip_missing: Skip steps whose tool is not in the session (they are listed in
             :attr:`Transcript.skipped`) instead of calling it, which fails with
-            ``not_found``.
+            ``not_found``; steps that expect ``not_found`` still run.
     """
 
     def __init__(
@@ -272,22 +279,27 @@ class ScriptedModel:
         on_call: StepHook | None,
         on_progress: ProgressHook | None,
     ) -> Turn:
-        if self.skip_missing and session._lookup(call.name) is None:
-            missing = await session.call(call.name, call.arguments, call.call_id)
-            return Turn(scripted, call, missing, skipped=True)
+        wanted = list(scripted.needs)
+        if scripted.expect != ErrorKind.NOT_FOUND:
+            wanted.insert(0, call.name)
+        missing = tuple(n for n in wanted if session._lookup(n) is None)
+        if self.skip_missing and missing:
+            absent = await session.call(call.name, call.arguments, call.call_id)
+            return Turn(scripted, call, absent, skipped=True, missing=missing)
         if on_call is not None:
             await _maybe(on_call(scripted))
         call = _without_optional_nulls(session, call)
         progress: list[Progress] = []
         result: CallResult | None = None
         started = time.perf_counter()
-        async for item in session.stream(call.name, call.arguments, call.call_id):
-            if isinstance(item, CallResult):
-                result = item
-            else:
-                progress.append(item)
-                if on_progress is not None:
-                    await _maybe(on_progress(scripted, item))
+        async with session.stream(call.name, call.arguments, call.call_id) as items:
+            async for item in items:
+                if isinstance(item, CallResult):
+                    result = item
+                else:
+                    progress.append(item)
+                    if on_progress is not None:
+                        await _maybe(on_progress(scripted, item))
         assert result is not None
         turn = Turn(scripted, call, result, progress, time.perf_counter() - started)
         turn.problem = scripted.problem(result)

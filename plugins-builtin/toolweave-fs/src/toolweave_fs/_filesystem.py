@@ -37,16 +37,19 @@ class FileSystem:
         PosixPath('/srv/project/README.md')
     """
 
-    __slots__ = ("fsync", "root")
+    __slots__ = ("_prefix", "_root", "fsync", "root")
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
-        self.root = Path(os.path.realpath(root))
+        self._root = os.path.realpath(root)
+        self._prefix = self._root.rstrip(os.sep) + os.sep
+        self.root = Path(self._root)
         self.fsync = fsync
 
     def __repr__(self) -> str:
-        return f"FileSystem({str(self.root)!r})"
+        return f"FileSystem({self._root!r})"
 
     # -- confinement ----------------------------------------------------------------
+    # Plain strings inside: pathlib costs several times more per call than os.path.
 
     def resolve(self, path: str) -> Path:
         """The real location of ``path``, with every link followed.
@@ -57,7 +60,7 @@ class FileSystem:
         """
         real = self._realpath(self._join(path))
         self._check(real, path)
-        return real
+        return Path(real)
 
     def locate(self, path: str) -> Path:
         """The directory entry ``path`` names, for tools that act on the entry itself.
@@ -70,45 +73,47 @@ class FileSystem:
             ToolError: As :meth:`resolve`.
         """
         joined = self._join(path)
-        if joined.name in ("", ".", ".."):
+        parent, name = os.path.split(joined)
+        if name in ("", ".", ".."):
             return self.resolve(path)
-        parent = self._realpath(joined.parent)
-        self._check(parent, path)
-        entry = parent / joined.name
+        real_parent = self._realpath(parent)
+        self._check(real_parent, path)
+        entry = os.path.join(real_parent, name)
         self._check(self._realpath(entry), path)
-        return entry
+        return Path(entry)
 
-    def inside(self, real: Path) -> bool:
+    def inside(self, real: str | os.PathLike[str]) -> bool:
         """Whether an already resolved path lies in the root (or is the root)."""
-        return real == self.root or real.is_relative_to(self.root)
+        text = os.fspath(real)
+        return text == self._root or text.startswith(self._prefix)
 
-    def show(self, real: Path) -> str:
+    def show(self, real: str | os.PathLike[str]) -> str:
         """How a path inside the root is shown to the model: relative, with ``/``."""
-        if real == self.root:
+        text = os.fspath(real)
+        if text == self._root:
             return "."
-        try:
-            return real.relative_to(self.root).as_posix()
-        except ValueError:
-            return str(real)
+        if text.startswith(self._prefix):
+            text = text[len(self._prefix) :]
+        return text.replace(os.sep, "/") if os.sep != "/" else text
 
-    def _join(self, path: str) -> Path:
+    def _join(self, path: str) -> str:
         if "\x00" in path:
             raise ToolError(ErrorKind.INVALID_PARAMS, f"path {path!r} contains a NUL byte")
-        return self.root / path
+        return os.path.join(self._root, path)
 
-    def _realpath(self, path: Path) -> Path:
+    def _realpath(self, path: str) -> str:
         try:
-            return Path(os.path.realpath(path))
+            return os.path.realpath(path)
         except (OSError, ValueError) as exc:
             raise ToolError(
-                ErrorKind.INVALID_PARAMS, f"path {str(path)!r} cannot be resolved: {exc}"
+                ErrorKind.INVALID_PARAMS, f"path {path!r} cannot be resolved: {exc}"
             ) from exc
 
-    def _check(self, real: Path, asked: str) -> None:
+    def _check(self, real: str, asked: str) -> None:
         if not self.inside(real):
             raise ToolError(
                 ErrorKind.PERMISSION_DENIED,
-                f"`{asked}` is outside the workspace ({self.root}); "
+                f"`{asked}` is outside the workspace ({self._root}); "
                 "only files inside the workspace can be used",
             )
 

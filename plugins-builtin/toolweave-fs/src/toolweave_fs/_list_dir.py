@@ -42,6 +42,7 @@ class ListDirParams(BaseModel):
         default_factory=lambda: [
             ".git",
             ".hg",
+            ".toolweave",
             ".svn",
             "node_modules",
             "__pycache__",

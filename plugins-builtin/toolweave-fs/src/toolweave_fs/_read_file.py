@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import stat
+from bisect import bisect_right
 from collections.abc import Iterator
+from itertools import accumulate
 from typing import BinaryIO
 
 from pydantic import BaseModel, Field
@@ -15,7 +18,11 @@ from toolweave_fs._filesystem import filesystem, os_error
 __all__ = ["ReadFile", "ReadFileArgs", "ReadFileOutput", "ReadFileParams"]
 
 _SNIFF_BYTES = 8192
+_WHOLE_FILE_BYTES = 4 << 20
+"""Files up to this size are read in one piece; larger ones are streamed line by line."""
 _CUT_MARK = " … [line cut]"
+_CACHED_NUMBERS = 20_000
+_prefixes: tuple[str, ...] = ()
 
 
 class ReadFileArgs(BaseModel):
@@ -79,10 +86,7 @@ class ReadFileOutput(ToolOutput):
                 f"offset {self.offset} is past the end)"
             )
         count = self.end_line - self.start_line + 1
-        lines = self.content.split("\n", count - 1)
-        numbered = "\n".join(
-            f"{n:>6}\t{line}" for n, line in enumerate(lines, start=self.start_line)
-        )
+        numbered = _numbered(self.start_line, self.content.split("\n", count - 1))
         if not self.truncated:
             return numbered
         return (
@@ -123,16 +127,71 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
             if not stat.S_ISREG(info.st_mode):
                 raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is not a regular file")
             with open(real, "rb") as fh:
-                if _is_binary(fh.read(_SNIFF_BYTES)):
+                whole = info.st_size <= _WHOLE_FILE_BYTES
+                head = fh.read(_WHOLE_FILE_BYTES + 1 if whole else _SNIFF_BYTES)
+                if _is_binary(head[:_SNIFF_BYTES]):
                     raise ToolError(
                         ErrorKind.INVALID_PARAMS,
                         f"`{shown}` is a binary file (or not UTF-8 text); "
                         "read_file only reads text files",
                     )
+                if whole and len(head) <= _WHOLE_FILE_BYTES:
+                    return _window_in_memory(head, shown, args, params)
                 fh.seek(0)
                 return _window(fh, shown, args, params)
         except OSError as exc:
             raise os_error(exc, shown) from None
+
+
+def _numbered(start: int, lines: list[str]) -> str:
+    """``lines`` numbered from ``start`` like ``cat -n`` (number, tab, line)."""
+    global _prefixes
+    end = start + len(lines)
+    if end > _CACHED_NUMBERS:
+        return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start))
+    prefixes = _prefixes
+    if len(prefixes) < end:
+        # Formatting numbers dominates the cost of a read; build the prefixes once.
+        # A new tuple is swapped in whole, so concurrent readers never see it half-made.
+        size = min(max(end, 2 * len(prefixes), 1024), _CACHED_NUMBERS)
+        prefixes = _prefixes = tuple(f"{n:>6}\t" for n in range(size))
+    return "\n".join(map(operator.add, prefixes[start:end], lines))
+
+
+def _window_in_memory(
+    data: bytes, shown: str, args: ReadFileArgs, params: ReadFileParams
+) -> ReadFileOutput:
+    """The window of a file read whole (the common case; see :func:`_window`)."""
+    text = data.decode("utf-8", "replace")
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the final line end, or an empty file
+    total = len(lines)
+    limit = args.limit if args.limit is not None else params.default_limit
+    start = args.offset
+    window = lines[start : start + limit]
+    if "\r" in text:
+        window = [line[:-1] if line.endswith("\r") else line for line in window]
+    most = params.max_line_length
+    window = [line if len(line) <= most else line[:most] + _CUT_MARK for line in window]
+    if text.isascii():
+        costs = accumulate(len(line) + 8 for line in window)  # number, tab, newline
+    else:
+        costs = accumulate(len(line.encode("utf-8", "replace")) + 8 for line in window)
+    fits = bisect_right(list(costs), params.max_output_bytes)
+    out = window[: max(fits, 1)]
+    end = start + len(out)
+    more = end < total
+    return ReadFileOutput(
+        path=shown,
+        content="\n".join(out),
+        start_line=start + 1 if out else 0,
+        end_line=end if out else 0,
+        total_lines=total,
+        offset=start,
+        truncated=more,
+        next_offset=end if more else None,
+    )
 
 
 def _is_binary(head: bytes) -> bool:
@@ -178,6 +237,7 @@ def _count_lines(fh: BinaryIO) -> int:
 
 
 def _window(fh: BinaryIO, shown: str, args: ReadFileArgs, params: ReadFileParams) -> ReadFileOutput:
+    """The window of a large file, streamed: no line is held whole, the rest is counted."""
     limit = args.limit if args.limit is not None else params.default_limit
     max_chars = params.max_line_length
     budget = params.max_output_bytes

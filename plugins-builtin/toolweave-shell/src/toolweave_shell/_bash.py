@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
 
 import anyio
 from pydantic import BaseModel, Field, model_validator
@@ -219,18 +220,23 @@ class Bash(Tool[BashArgs, BashOutput]):
             return
         limit_ms = min(args.timeout or params.default_timeout_ms, params.max_timeout_ms)
         try:
-            process = await terminal.run(args.command, cwd=ctx.session.workspace, env=env)
+            # Shielded: a start cancelled halfway would kill the shell but not what it
+            # already started; the cancellation arrives at the first await after it.
+            with anyio.CancelScope(shield=True):
+                process = await terminal.run(args.command, cwd=ctx.session.workspace, env=env)
         except OSError as exc:
             raise ToolError(
                 ErrorKind.EXECUTION_ERROR, f"The shell could not be started: {exc}"
             ) from exc
-        async for item in _follow(ctx, process, args, limit_ms, params.max_output_chars):
-            yield item
+        follow = _follow(ctx, process, args, limit_ms, params.max_output_chars)
+        async with aclosing(follow):
+            async for item in follow:
+                yield item
 
 
 async def _follow(
     ctx: Context, process: RunningCommand, args: BashArgs, limit_ms: int, cap: int
-) -> AsyncIterator[Progress | BashOutput]:
+) -> AsyncGenerator[Progress | BashOutput, None]:
     """Stream the output of a started foreground command until it ends or times out."""
     started = time.monotonic()
     deadline = anyio.current_time() + limit_ms / 1000

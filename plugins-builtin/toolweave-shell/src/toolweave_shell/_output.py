@@ -36,7 +36,15 @@ class CappedText:
         limit: The most characters kept (the marker comes on top).
     """
 
-    __slots__ = ("_dropped_chars", "_dropped_lines", "_head", "_head_room", "_tail", "_tail_len", "_tail_room")
+    __slots__ = (
+        "_dropped_chars",
+        "_dropped_lines",
+        "_head",
+        "_head_room",
+        "_tail",
+        "_tail_len",
+        "_tail_room",
+    )
 
     def __init__(self, limit: int) -> None:
         self._head: list[str] = []

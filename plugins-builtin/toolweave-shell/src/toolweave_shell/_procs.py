@@ -66,9 +66,7 @@ def process_alive(pid: int, started: int | None = None) -> bool:
         fields = _stat_fields(pid)
         if fields is None or not fields or fields[0] == "Z":
             return False
-        if started is not None and len(fields) >= 20 and fields[19] != str(started):
-            return False
-        return True
+        return started is None or len(fields) < 20 or fields[19] == str(started)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -136,5 +134,7 @@ async def kill_group(pgid: int, grace: float) -> None:
         with contextlib.suppress(OSError):
             signal_group(pgid, signal.SIGKILL)
         deadline = time.monotonic() + 1.0
-        while group_alive(pgid) and time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # SIGKILL cannot be refused: this is quick
+            if not group_alive(pgid):
+                return
             await anyio.sleep(0.01)

@@ -234,9 +234,7 @@ class WaitTasksArgs(BaseModel):
     )
     """Ids of the background tasks to wait for."""
 
-    timeout: int | None = Field(
-        default=None, ge=0, description="The most milliseconds to wait."
-    )
+    timeout: int | None = Field(default=None, ge=0, description="The most milliseconds to wait.")
     """The most milliseconds to wait."""
 
     wait_for: Literal["all", "any"] = Field(

@@ -33,7 +33,7 @@ from toolweave.notifications import Notification
 
 from toolweave_shell._notify import EXECUTION_NOTIFICATIONS, end_notification
 from toolweave_shell._output import cap_text, omission_marker
-from toolweave_shell._terminal import BackgroundProcess, Terminal
+from toolweave_shell._terminal import BackgroundProcess, Terminal, wait_reaped
 
 __all__ = [
     "BackgroundTasks",
@@ -193,9 +193,9 @@ class BackgroundTasks:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         output = folder / f"{task_id}.log"
         exit_file = output.with_suffix(".exit")
-        with contextlib.suppress(OSError):
-            output.unlink()
-            exit_file.unlink()
+        for stale in (output, exit_file):
+            with contextlib.suppress(OSError):
+                stale.unlink(missing_ok=True)
         key = (session_id, task_id)
         record = TaskRecord(
             id=task_id,
@@ -327,6 +327,9 @@ class BackgroundTasks:
         self, state: ShellTasks, terminal: Terminal, session_id: str, record: TaskRecord
     ) -> None:
         """Stop a running task's whole process group and record it as killed."""
+        # Suspend once before entering cancel scopes: a dispatcher may run the first
+        # step of a call outside the deadline scope it enters when the call suspends.
+        await anyio.lowlevel.checkpoint()
         key = (session_id, record.id)
         with self._lock:
             self._killing.add(key)
@@ -337,9 +340,7 @@ class BackgroundTasks:
                 live = self._live.get(key)
         if live is not None and not record.finished:
             await live.kill()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                while live.running:
-                    await anyio.sleep(0.01)
+            await wait_reaped(live)
         self.refresh(state, terminal, session_id)
         if not record.finished and live is not None and not live.running:
             self._finish(record, live.returncode, True)
@@ -448,7 +449,7 @@ async def start_background(
             session_id=session.session_id,
             call_id=call_id,
         )
-        with contextlib.suppress(anyio.RunFinishedError):
+        with contextlib.suppress(anyio.RunFinishedError, RuntimeError):  # loop gone
             run_in_loop(session.notifier.emit, notification, EXECUTION_NOTIFICATIONS, token=token)
 
     return manager.start(

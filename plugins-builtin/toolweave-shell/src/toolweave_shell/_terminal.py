@@ -27,6 +27,7 @@ __all__ = [
     "LocalTerminal",
     "RunningCommand",
     "Terminal",
+    "wait_reaped",
 ]
 
 ExitCallback = Callable[[int | None], None]
@@ -267,9 +268,16 @@ class _SpawnedProcess:
 
     async def kill(self) -> None:
         await kill_group(self._popen.pid, self._grace)
-        with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-            while self._popen.returncode is None:  # the watcher thread reaps it
-                await anyio.sleep(0.01)
+        await wait_reaped(self)
+
+
+async def wait_reaped(process: BackgroundProcess, *, seconds: float = 2.0) -> None:
+    """Wait (shielded, at most ``seconds``) until a killed process is seen gone."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(seconds):
+        delay = 0.005
+        while process.running:  # ended by a signal already sent: no event to wait on
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
 
 class _AttachedProcess:

@@ -1,0 +1,126 @@
+"""Deadlines and cancellation of a call that suspended after an inline first step.
+
+The dispatcher runs the first step of a tool's coroutine inline, without a cancel
+scope: most calls finish in that step and a scope costs several times the validation of
+the arguments. A call that suspends is then driven by :func:`drive`, which applies the
+call's deadline and cancellation itself instead of through a cancel scope: a scope
+entered at that point would sit inside any scope or task group the tool opened in its
+first step, and leaving those would fail.
+
+To stop the call, ``drive`` cancels the future the coroutine is waiting on (what
+``asyncio.Task.cancel`` does), so the coroutine receives a ``CancelledError`` at its
+current ``await``, unwinds (running its ``finally`` blocks and shielded cleanup), and
+the dispatcher reports ``timeout`` or ``cancelled``. The cancellation is repeated every
+few seconds while the tool keeps running. A cancellation of the caller's own task is
+told apart by the task's cancel count and passes through untouched.
+
+asyncio only; on other event loops the dispatcher runs the whole call in a cancel scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import types
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any
+
+__all__ = ["REPEAT", "Running", "Stopped", "drive"]
+
+REPEAT = 5.0
+"""Seconds between repeated cancellations of a tool that keeps running after one."""
+
+
+class Running:
+    """A call that is waiting and may be cancelled by id.
+
+    Attributes:
+        cancelled: Set by :meth:`cancel` (as opposed to the deadline passing).
+        scope: The cancel scope of a call that runs inside one.
+        stop: Stops a call driven by :func:`drive`.
+    """
+
+    __slots__ = ("cancelled", "scope", "stop")
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self.scope: Any = None
+        self.stop: Callable[[], None] | None = None
+
+    def cancel(self) -> None:
+        """Stop the call at once."""
+        self.cancelled = True
+        if self.scope is not None:
+            self.scope.cancel()
+        if self.stop is not None:
+            self.stop()
+
+
+class Stopped(Exception):
+    """Raised by :func:`drive` when the call was stopped (deadline or cancel)."""
+
+
+@types.coroutine
+def drive(
+    coro: Coroutine[Any, Any, Any], pending: Any, running: Running, timeout: float
+) -> Generator[Any, Any, Any]:
+    """Continue ``coro``, which already ran its first step and yielded ``pending``,
+    until it returns; stop it when ``timeout`` seconds pass or ``running`` is cancelled.
+
+    The coroutine is driven from the awaiting task exactly as ``await`` would drive it:
+    what it yields goes to the event loop, what the loop sends or throws goes back in.
+
+    Raises:
+        Stopped: The call was stopped and unwound (``running.cancelled`` says why).
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    base = task.cancelling() if task is not None else 0
+    waiting: list[Any] = [None]
+    stopping = [False, False]  # [stop requested, CancelledError delivered since]
+    handle: list[asyncio.TimerHandle | None] = [None]
+
+    def stop() -> None:
+        if handle[0] is not None:
+            handle[0].cancel()
+        stopping[0] = True
+        stopping[1] = False
+        future = waiting[0]
+        if future is not None and not future.done():
+            future.cancel()  # wakes the task; the CancelledError reaches the coroutine
+        handle[0] = loop.call_later(REPEAT, stop)
+
+    running.stop = stop
+    handle[0] = loop.call_at(loop.time() + timeout, stop)
+    step: Callable[[Any], Any]
+    try:
+        while True:
+            waiting[0] = pending if getattr(pending, "_asyncio_future_blocking", None) else None
+            try:
+                sent = yield pending
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                if stopping[0] and isinstance(exc, asyncio.CancelledError):
+                    stopping[1] = True
+                step, value = coro.throw, exc
+            else:
+                if stopping[0] and not stopping[1]:
+                    stopping[1] = True
+                    step, value = coro.throw, asyncio.CancelledError()
+                else:
+                    step, value = coro.send, sent
+            try:
+                pending = step(value)
+            except StopIteration as done:
+                if stopping[1]:  # it swallowed the cancellation
+                    raise Stopped from None
+                return done.value
+            except asyncio.CancelledError:
+                if stopping[0] and (task is None or task.cancelling() <= base):
+                    raise Stopped from None
+                raise
+    finally:
+        running.stop = None
+        if handle[0] is not None:
+            handle[0].cancel()

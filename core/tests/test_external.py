@@ -1,0 +1,186 @@
+"""External tools: JSON-only tools added to a session at run time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import BaseModel
+from toolweave import Context, ErrorKind, Progress, Tool, ToolError, UsageError
+from toolweave.external import external_tool, schema_validator
+
+pytestmark = pytest.mark.anyio
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "days": {"type": "integer", "minimum": 1},
+    },
+    "required": ["city"],
+    "additionalProperties": False,
+}
+
+
+class Nothing(BaseModel):
+    """No arguments."""
+
+
+class Forecast(Tool[Nothing, str]):
+    """A built-in tool whose name an external tool must not take."""
+
+    id = "forecast"
+
+    async def run(self, ctx: Context, args: Nothing) -> str:
+        """The built-in answer."""
+        return "built-in"
+
+
+def _weather(calls: list[dict[str, Any]], result: Any = None) -> Any:
+    async def call(ctx: Any, arguments: dict[str, Any]) -> Any:
+        calls.append(arguments)
+        return result if result is not None else f"sunny in {arguments['city']}"
+
+    return external_tool(
+        id="forecast",
+        namespace="mcp_weather",
+        description="Weather forecast.",
+        input_schema=SCHEMA,
+        call=call,
+        source="mcp:weather",
+        read_only=True,
+    )
+
+
+async def test_external_tool_is_called_with_validated_arguments(make_session: Any) -> None:
+    """Valid JSON arguments reach the external call as a dict; the text comes back."""
+    session = make_session()
+    calls: list[dict[str, Any]] = []
+    entry = session.register_external(_weather(calls), name="weather")
+    assert entry.name == "weather"
+    result = await session.call("weather", '{"city": "Oslo", "days": 2}', "e1")
+    assert result.ok
+    assert result.text == "sunny in Oslo"
+    assert result.effective_tool == "mcp_weather:forecast"
+    assert calls == [{"city": "Oslo", "days": 2}]
+
+
+async def test_schema_is_checked_before_the_call(make_session: Any) -> None:
+    """Arguments that break the schema are invalid_params naming each field; no call."""
+    session = make_session()
+    calls: list[dict[str, Any]] = []
+    session.register_external(_weather(calls), name="weather")
+    result = await session.call("weather", {"days": 0, "extra": True})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.INVALID_PARAMS
+    assert "'city' is a required property" in result.text
+    assert "`days`" in result.text
+    assert "'extra' was unexpected" in result.text
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["not json", "[1, 2]", b"\xff\xfe", "[" * 5000 + "]" * 5000, 42],
+    ids=["text", "array", "bad-bytes", "deep", "int"],
+)
+async def test_bad_payloads_are_invalid_params(make_session: Any, raw: Any) -> None:
+    """Malformed, non-object or absurdly nested payloads fail as invalid_params."""
+    session = make_session()
+    calls: list[dict[str, Any]] = []
+    session.register_external(_weather(calls), name="weather")
+    result = await session.call("weather", raw)
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.INVALID_PARAMS
+    assert calls == []
+
+
+async def test_never_shadows_a_built_in(make_session: Any) -> None:
+    """An external tool cannot take a built-in's name, nor another external's."""
+    session = make_session(Forecast)
+    with pytest.raises(UsageError, match="taken by a built-in"):
+        session.register_external(_weather([]))
+    session.register_external(_weather([]), name="weather")
+    with pytest.raises(UsageError, match="already registered"):
+        session.register_external(_weather([]), name="weather")
+    assert (await session.call("forecast", {})).text == "built-in"
+
+
+async def test_listing_and_unregistering(make_session: Any) -> None:
+    """External tools list after built-ins, sorted; unregistering removes them."""
+    session = make_session(Forecast)
+    version = session.external_version
+    session.register_external(_weather([]), name="zeta")
+    session.register_external(_weather([]), name="alpha")
+    names = [d["name"] for d in session.definitions("neutral")]
+    assert names == ["forecast", "alpha", "zeta"]
+    assert session.definitions("neutral", include_external=False) == session.toolset.definitions(
+        "neutral"
+    )
+    assert session.external_version == version + 2
+    assert session.unregister_external("alpha") is True
+    assert session.unregister_external("alpha") is False
+    assert [d["name"] for d in session.definitions("neutral")] == ["forecast", "zeta"]
+    gone = await session.call("alpha", {"city": "x"})
+    assert gone.error is not None
+    assert gone.error.kind is ErrorKind.NOT_FOUND
+
+
+async def test_output_forms(make_session: Any) -> None:
+    """An external call may return text, JSON-able data, or an (output, text) pair."""
+    session = make_session()
+    session.register_external(_weather([], {"temp": 21}), name="data")
+    session.register_external(_weather([], ({"temp": 21}, "21 degrees")), name="pair")
+    data = await session.call("data", {"city": "x"})
+    assert (data.output, data.text) == ({"temp": 21}, '{"temp":21}')
+    pair = await session.call("pair", {"city": "x"})
+    assert (pair.output, pair.text) == ({"temp": 21}, "21 degrees")
+
+
+async def test_external_stream_and_timeout(make_session: Any) -> None:
+    """A streaming external tool streams; a slow one stops at the external deadline."""
+
+    async def stream(ctx: Any, arguments: dict[str, Any]) -> AsyncIterator[Any]:
+        yield Progress("fetching")
+        yield "done"
+
+    async def slow(ctx: Any, arguments: dict[str, Any]) -> str:
+        await anyio.sleep(10)
+        return "late"
+
+    session = make_session(external_timeout=0.1)
+    session.register_external(
+        external_tool(
+            id="s", namespace="x", description="d", input_schema={"type": "object"}, stream=stream
+        )
+    )
+    session.register_external(
+        external_tool(
+            id="slow", namespace="x", description="d", input_schema={"type": "object"}, call=slow
+        )
+    )
+    async with session.stream("s", {}) as items:
+        got = [item async for item in items]
+    assert isinstance(got[0], Progress)
+    assert got[-1].text == "done"
+    with anyio.fail_after(3):
+        late = await session.call("slow", {})
+    assert late.error is not None
+    assert late.error.kind is ErrorKind.TIMEOUT
+
+
+def test_external_tool_needs_exactly_one_body() -> None:
+    """external_tool wants call= or stream=, not both, not neither."""
+    with pytest.raises(TypeError, match="exactly one"):
+        external_tool(id="a", namespace="b", description="", input_schema={})
+
+
+def test_schema_validator_lists_every_problem() -> None:
+    """The validator reports all problems at once, sorted by location."""
+    validate = schema_validator(SCHEMA)
+    assert validate({"city": "x"}) == {"city": "x"}
+    with pytest.raises(ToolError, match=r"`\(arguments\)`.*`days`") as info:
+        validate({"days": "many"})
+    assert info.value.kind is ErrorKind.INVALID_PARAMS

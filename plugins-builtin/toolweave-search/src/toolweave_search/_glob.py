@@ -1,0 +1,151 @@
+"""The ``glob`` tool: find files by path pattern, newest first."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio.to_thread
+from pydantic import BaseModel, Field
+from toolweave import Capabilities, Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
+
+from toolweave_search._engine import Engine, list_files, resolve_engine
+from toolweave_search._globs import GlobFilter, literal_prefix
+from toolweave_search._paths import confine, relative
+
+__all__ = ["Glob", "GlobArgs", "GlobOutput", "GlobParams"]
+
+
+class GlobArgs(BaseModel):
+    """Arguments of ``glob``."""
+
+    pattern: str = Field(
+        min_length=1,
+        description=(
+            "Glob matched against file paths below `path`: `**/*.py` (any depth), "
+            "`src/**/test_*.ts`, `*.md` (only directly in `path`), `**/*.{js,jsx}`."
+        ),
+    )
+    """The glob."""
+
+    path: str | None = Field(
+        default=None,
+        description="Folder to search in, relative to the workspace root (default: the root).",
+    )
+    """The folder the pattern is relative to."""
+
+
+class GlobParams(BaseModel):
+    """Configuration of ``glob``."""
+
+    engine: Engine = "auto"
+    """``auto`` (ripgrep when installed, to list files), ``ripgrep`` or ``python``."""
+
+    ripgrep_path: str | None = None
+    """The ``rg`` program (default: the one installed with ``toolweave-search[rg]``, or
+    the first on ``PATH``)."""
+
+    max_results: int = Field(default=100, ge=1)
+    """The most paths returned (the newest ones)."""
+
+
+class GlobOutput(ToolOutput):
+    """What ``glob`` returns."""
+
+    files: list[str]
+    """Matching files relative to the workspace root, most recently modified first."""
+
+    total: int
+    """How many files matched in all."""
+
+    truncated: bool = False
+    """Whether only the newest ``max_results`` were returned."""
+
+    engine: str = "python"
+    """Which engine listed the files (``ripgrep`` or ``python``)."""
+
+    def to_model(self) -> str:
+        """One path per line, newest first."""
+        if not self.files:
+            return "No files match."
+        text = "\n".join(self.files)
+        if self.truncated:
+            text += (
+                f"\n[{self.total - len(self.files)} more matching files not shown (older). "
+                "Use a more specific pattern or path.]"
+            )
+        return text
+
+
+def _newest_first(root: Path, paths: list[str]) -> list[str]:
+    stamped: list[tuple[float, str]] = []
+    for rel in paths:
+        try:
+            stamped.append((-os.lstat(root / rel).st_mtime, rel))
+        except OSError:
+            continue
+    stamped.sort()
+    return [rel for _, rel in stamped]
+
+
+def _narrowed(base: Path, prefix: str) -> Path | None:
+    """The folder to list: ``base``, or its subfolder ``prefix`` that every match must be
+    in (``None`` when that does not exist inside the workspace)."""
+    if not prefix:
+        return base
+    start = base / prefix
+    if os.path.realpath(start) != str(start):
+        return base  # a link on the way: list everything, links are not followed
+    return start if start.is_dir() else None
+
+
+class Glob(Tool[GlobArgs, GlobOutput]):
+    """Find files whose paths match a glob, most recently modified first."""
+
+    id = "glob"
+    namespace = "search"
+    kind = Kind.SEARCH
+    description = """\
+Find files by path pattern, e.g. `**/*.py`, `src/**/*.test.ts`, `docs/*.md`, \
+`**/*.{yml,yaml}`. Returns paths relative to the workspace root, most recently \
+modified first, capped; skips files listed in .gitignore and the .git folder.
+
+`*` and `?` stay within one folder, `**` spans any number of folders, `{a,b}` lists \
+alternatives, `[abc]` matches one character. A pattern is matched against the whole \
+path below `path`: `*.md` finds only files directly in it; write `**/*.md` for every \
+depth.
+
+Use it to find files by name or extension, or to see what changed recently. To find \
+files by what they contain, search their contents instead; to look at one folder, \
+listing it is enough. Prefer it over `find` or `ls` in a shell."""
+    capabilities = Capabilities(read_only=True, scope="workspace", timeout=120.0)
+    params = GlobParams
+
+    async def run(self, ctx: Context, args: GlobArgs) -> GlobOutput:
+        """List the files below ``path``, keep the matching ones, newest first."""
+        params = ctx.params(GlobParams)
+        root = ctx.session.workspace
+        base = confine(root, args.path)
+        if not base.is_dir():
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS,
+                f"{args.path!r} is a file; give the folder to search in as `path`.",
+            )
+        pattern = args.pattern.strip().removeprefix("./")
+        matcher = GlobFilter(pattern, anchored=True)
+        start = _narrowed(base, literal_prefix(pattern))
+        if start is None:
+            return GlobOutput(files=[], total=0)
+        rg = resolve_engine(params.engine, params.ripgrep_path)
+        listed = await list_files(rg, root, start)
+        prefix = relative(root, base)
+        skip = len(prefix) + 1 if prefix else 0
+        matched = [p for p in listed if matcher.matches(p[skip:])]
+        ordered = await anyio.to_thread.run_sync(_newest_first, root, matched)
+        shown = ordered[: params.max_results]
+        return GlobOutput(
+            files=shown,
+            total=len(ordered),
+            truncated=len(ordered) > len(shown),
+            engine="python" if rg is None else "ripgrep",
+        )

@@ -1,0 +1,202 @@
+"""The ``grep`` tool: regular-expression search of file contents in the workspace."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+from toolweave import Capabilities, Context, Kind, Tool, ToolOutput
+
+from toolweave_search._engine import Engine, resolve_engine, search
+from toolweave_search._paths import confine, relative
+from toolweave_search._results import GrepQuery, OutputMode, format_hits
+
+__all__ = ["Grep", "GrepArgs", "GrepOutput", "GrepParams"]
+
+
+class GrepArgs(BaseModel):
+    """Arguments of ``grep``."""
+
+    pattern: str = Field(
+        min_length=1,
+        description=(
+            "Regular expression to search for (ripgrep syntax, much like Python's): "
+            r"`def \w+_test`, `TODO|FIXME`, `log\.error\(`. Escape literal `(`, `[`, `{`, `.`."
+        ),
+    )
+    """The regular expression."""
+
+    path: str | None = Field(
+        default=None,
+        description="File or folder to search, relative to the workspace root (default: all).",
+    )
+    """Where to search."""
+
+    glob: str | None = Field(
+        default=None,
+        description=(
+            "Only search files matching this glob. Without `/` it matches file names at any "
+            "depth (`*.py`, `*.{ts,tsx}`); with `/` it matches paths below `path` "
+            "(`src/**/*.rs`)."
+        ),
+    )
+    """Only files matching this glob."""
+
+    output_mode: OutputMode = Field(
+        default="files_with_matches",
+        description=(
+            "`files_with_matches`: paths of matching files (default); `content`: the "
+            "matching lines as path:line:text; `count`: path:number of matching lines."
+        ),
+    )
+    """What to report."""
+
+    case_insensitive: bool = Field(default=False, description="Ignore upper/lower case.")
+    """Ignore case."""
+
+    context: int | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="With `content`: lines to show before and after each match.",
+    )
+    """Context lines on both sides (``content`` mode)."""
+
+    before_context: int | None = Field(
+        default=None, ge=0, le=100, description="With `content`: lines to show before each match."
+    )
+    """Context lines before each match (overrides ``context``)."""
+
+    after_context: int | None = Field(
+        default=None, ge=0, le=100, description="With `content`: lines to show after each match."
+    )
+    """Context lines after each match (overrides ``context``)."""
+
+    line_numbers: bool = Field(default=True, description="With `content`: show line numbers.")
+    """Show line numbers (``content`` mode)."""
+
+    head_limit: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Return at most this many entries: lines with `content`, files otherwise. "
+            "Omit for the default limit."
+        ),
+    )
+    """The most entries to return."""
+
+
+class GrepParams(BaseModel):
+    """Configuration of ``grep``."""
+
+    engine: Engine = "auto"
+    """``auto`` (ripgrep when installed), ``ripgrep`` or ``python``."""
+
+    ripgrep_path: str | None = None
+    """The ``rg`` program (default: the one installed with ``toolweave-search[rg]``, or
+    the first on ``PATH``)."""
+
+    default_head_limit: int = Field(default=250, ge=1)
+    """Entries returned when the call sets no ``head_limit``."""
+
+    max_head_limit: int = Field(default=2_000, ge=1)
+    """The most entries a call may ask for."""
+
+    max_line_chars: int = Field(default=400, ge=20)
+    """Longer lines (minified code) are cut, with a note of how much was left out."""
+
+    max_output_chars: int = Field(default=30_000, ge=1_000)
+    """The most characters returned; further entries are left out."""
+
+
+class GrepOutput(ToolOutput):
+    """What ``grep`` returns."""
+
+    mode: OutputMode
+    """The output mode used."""
+
+    results: list[str]
+    """The result lines as the model reads them."""
+
+    files: list[str]
+    """The files the results come from, relative to the workspace root, in order."""
+
+    truncated: bool = False
+    """Whether more results exist than were returned."""
+
+    engine: str = "python"
+    """Which engine searched (``ripgrep`` or ``python``)."""
+
+    def to_model(self) -> str:
+        """The results, or a clear "no matches", and a note when results were cut."""
+        if not self.results:
+            return "No matches found."
+        text = "\n".join(self.results)
+        if self.truncated:
+            text += (
+                "\n[More results exist than shown. Narrow the search with `path`, `glob` "
+                "or a more specific pattern, or raise `head_limit`.]"
+            )
+        return text
+
+
+class Grep(Tool[GrepArgs, GrepOutput]):
+    """Search file contents with a regular expression."""
+
+    id = "grep"
+    namespace = "search"
+    kind = Kind.SEARCH
+    description = """\
+Search the contents of files in the workspace for a regular expression, fast (ripgrep \
+when installed), skipping files listed in .gitignore, binary files and the .git folder.
+
+Use it to find where something is defined or used, to list files mentioning a name, \
+or to count occurrences. Start with the default mode (`files_with_matches`), then look \
+closer with `output_mode: content` and a few `context` lines, narrowed by `path` or \
+`glob`. Results are sorted by path and capped; the output says when there is more.
+
+Do not use it to find files by name (use the file-name search tool for that), to read \
+a whole file (use the file reader), or through a shell command (`grep`/`rg` in a \
+terminal): this tool is faster, respects the workspace and gives structured results.
+
+Patterns are regular expressions, not plain text: escape `.`, `(`, `[`, `{`, `*`, `+`, \
+`?` and `|` to match them literally (`interface\\{\\}` for `interface{}`). Matching is \
+line by line, so a pattern cannot span lines."""
+    capabilities = Capabilities(read_only=True, scope="workspace", timeout=120.0)
+    params = GrepParams
+
+    async def run(self, ctx: Context, args: GrepArgs) -> GrepOutput:
+        """Resolve the path, choose the engine, search and format."""
+        params = ctx.params(GrepParams)
+        root = ctx.session.workspace
+        target = confine(root, args.path)
+        limit = min(args.head_limit or params.default_head_limit, params.max_head_limit)
+        before = args.before_context if args.before_context is not None else args.context or 0
+        after = args.after_context if args.after_context is not None else args.context or 0
+        query = GrepQuery(
+            pattern=args.pattern,
+            folder=relative(root, target),
+            is_file=target.is_file(),
+            glob=args.glob.strip() if args.glob and args.glob.strip() else None,
+            mode=args.output_mode,
+            case_insensitive=args.case_insensitive,
+            before=before,
+            after=after,
+            limit=limit,
+        )
+        rg = resolve_engine(params.engine, params.ripgrep_path)
+        hits = await search(rg, root, query)
+        lines, files, truncated = format_hits(
+            hits,
+            args.output_mode,
+            line_numbers=args.line_numbers,
+            context=bool(before or after),
+            limit=limit,
+            line_chars=params.max_line_chars,
+            max_chars=params.max_output_chars,
+        )
+        return GrepOutput(
+            mode=args.output_mode,
+            results=lines,
+            files=files,
+            truncated=truncated,
+            engine="python" if rg is None else "ripgrep",
+        )

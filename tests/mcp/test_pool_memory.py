@@ -1,0 +1,281 @@
+"""The pool's sync, naming and result mapping, against in-process SDK servers (fast)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp.server import Server, ServerRequestContext
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from toolweave import CallResult, Progress, Session, ToolError, ToolSet, ToolSetConfig
+from toolweave.mcp import MCPPool, ServerConfig, ServerState
+
+pytestmark = pytest.mark.anyio
+
+OBJECT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
+def _tool(name: str, description: str = "", **extra: Any) -> types.Tool:
+    return types.Tool(
+        name=name, description=description or f"The {name} tool.", input_schema=OBJECT, **extra
+    )
+
+
+class Remote:
+    """A low-level SDK server whose tool list and behaviour a test edits."""
+
+    def __init__(self, tools: list[types.Tool], page_size: int = 0) -> None:
+        self.tools = tools
+        self.page_size = page_size
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.hang_lists = False
+        self.bus = InMemorySubscriptionBus()
+        self.server = Server(
+            "remote",
+            on_list_tools=self._list,
+            on_call_tool=self._call,
+            on_subscriptions_listen=ListenHandler(self.bus),
+        )
+
+    async def changed(self) -> None:
+        await self.bus.publish(ToolsListChanged())
+
+    async def _list(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        if self.hang_lists:
+            await anyio.sleep_forever()
+        if not self.page_size:
+            return types.ListToolsResult(tools=list(self.tools))
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        end = start + self.page_size
+        more = str(end) if end < len(self.tools) else None
+        return types.ListToolsResult(tools=self.tools[start:end], next_cursor=more)
+
+    async def _call(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        args = params.arguments or {}
+        self.calls.append((params.name, args))
+        text = [types.TextContent(type="text", text=f"{params.name}:{args.get('text')}")]
+        if params.name == "structured":
+            return types.CallToolResult(content=text, structured_content={"echo": args.get("text")})
+        if params.name == "broken":
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="disk full")], is_error=True
+            )
+        if params.name == "picture":
+            image = types.ImageContent(type="image", data="aGk=", mime_type="image/png")
+            return types.CallToolResult(content=[*text, image])
+        if params.name == "refuse":
+            raise MCPError(-32050, "quota exceeded")
+        if params.name == "slow":
+            for step in range(1, 3):
+                await ctx.session.report_progress(step, 2, f"slow {step}")
+            await anyio.sleep(0.05)
+        return types.CallToolResult(content=text)
+
+
+def _config(remote: Remote, **options: Any) -> ServerConfig:
+    return ServerConfig.in_process(remote.server, **options)
+
+
+async def test_pages_names_schemas_and_versions(host_session: Callable[..., Session]) -> None:
+    """Every page of the list becomes a prefixed external tool; versions count the change."""
+    remote = Remote([_tool(f"t{i}") for i in range(5)], page_size=2)
+    session = host_session()
+    before = session.external_version
+    async with MCPPool(session, {"mem": _config(remote)}) as pool:
+        assert sorted(session.external) == [f"mcp__mem__t{i}" for i in range(5)]
+        assert session.external_version - before == 5
+        assert pool.version == 1
+        entry = session.external["mcp__mem__t3"]
+        assert entry.input_schema == OBJECT
+        assert entry.description == "The t3 tool."
+        assert entry.tool.fqid == "mcp_mem:t3"
+        assert entry.tool.source == "mcp:mem"
+        assert entry.tool.kind == "other"
+        assert entry.timeout == 3.0
+        assert pool.tools["mcp__mem__t3"].remote == "t3"
+        assert (await session.call("mcp__mem__t3", {"text": "a"})).text == "t3:a"
+    assert session.external == {}
+
+
+async def test_list_changed_updates_adds_and_removes(
+    host_session: Callable[..., Session], eventually: Callable[..., Awaitable[None]]
+) -> None:
+    """After list_changed the pool diffs: changed tools update in place, others stay as they are."""
+    remote = Remote([_tool("keep"), _tool("edit"), _tool("drop")])
+    session = host_session()
+    async with MCPPool(session, {"mem": _config(remote)}) as pool:
+        kept = session.external["mcp__mem__keep"]
+        remote.tools = [_tool("keep"), _tool("edit", "Edited."), _tool("new")]
+        await remote.changed()
+        await eventually(lambda: "mcp__mem__new" in session.external)
+        assert sorted(session.external) == ["mcp__mem__edit", "mcp__mem__keep", "mcp__mem__new"]
+        assert session.external["mcp__mem__edit"].description == "Edited."
+        assert session.external["mcp__mem__keep"] is kept
+        remote.tools = [*remote.tools, _tool("later")]
+        await remote.changed()
+        await eventually(lambda: "mcp__mem__later" in session.external)
+        assert pool.status("mem").list_changed >= 1
+        version, syncs = pool.version, pool.status("mem").syncs
+        pool.refresh("mem")
+        await eventually(lambda: pool.status("mem").syncs > syncs)
+        assert pool.version == version  # an unchanged list changes nothing
+
+
+async def test_results_errors_and_progress(host_session: Callable[..., Session]) -> None:
+    """Structured content, isError, non-text content, JSON-RPC errors and progress map over."""
+    names = ["structured", "broken", "picture", "refuse", "slow"]
+    remote = Remote([_tool(n) for n in names])
+    session = host_session()
+    async with MCPPool(session, {"mem": _config(remote)}):
+        structured = await session.call("mcp__mem__structured", {"text": "hi"})
+        assert structured.output == {"echo": "hi"}
+        assert structured.text == "structured:hi"
+        broken = await session.call("mcp__mem__broken", {"text": "x"})
+        assert broken.error is not None
+        assert (broken.error.kind, broken.error.message) == ("execution_error", "disk full")
+        picture = await session.call("mcp__mem__picture", {"text": "p"})
+        assert picture.text == "picture:p\n[image: image/png]"
+        assert picture.output[1] == {"type": "image", "data": "aGk=", "mimeType": "image/png"}
+        refused = await session.call("mcp__mem__refuse", {"text": "x"})
+        assert refused.error is not None
+        assert refused.error.kind == "execution_error"
+        assert "quota exceeded" in refused.text
+        items = [i async for i in session.stream("mcp__mem__slow", {"text": "s"})]
+        assert [i.message for i in items if isinstance(i, Progress)] == ["slow 1", "slow 2"]
+        assert isinstance(items[-1], CallResult)
+        assert items[-1].text == "slow:s"
+        bad = await session.call("mcp__mem__slow", {"text": 1})
+        assert bad.error is not None
+        assert bad.error.kind == "invalid_params"
+        assert [c[0] for c in remote.calls] == names
+
+
+async def test_names_prefixes_and_permissions() -> None:
+    """Odd remote names are made safe and short; prefixes and permissions come from config."""
+    long_name = "x" * 100
+    remote = Remote(
+        [
+            _tool("weird.name with/spaces"),
+            _tool(long_name),
+            _tool("reader", annotations=types.ToolAnnotations(read_only_hint=True)),
+            _tool("renamed"),
+        ]
+    )
+    session = ToolSet([], config=ToolSetConfig(external_prefix="ext_")).session()
+    servers = {
+        "m": _config(remote, names={"renamed": "pretty"}),
+        "ro": _config(remote, prefix="p_", permission="read_only"),
+    }
+    async with MCPPool(session, servers):
+        names = sorted(session.external)
+        assert "ext_m__weird_name_with_spaces" in names
+        assert "ext_pretty" in names
+        assert "ext_p_ro__reader" in names
+        long = [n for n in names if "xxxx" in n]
+        assert len(long) == 2
+        assert all(len(n) <= 64 for n in long)
+        assert session.external["ext_m__reader"].tool.read_only
+        assert not session.external["ext_pretty"].tool.read_only
+        assert session.external["ext_p_ro__renamed"].tool.read_only
+        assert (await session.call("ext_m__weird_name_with_spaces", {"text": "w"})).text == (
+            "weird.name with/spaces:w"
+        )
+
+
+async def test_read_only_sets_take_only_read_only_remote_tools() -> None:
+    """In a read-only set, remote tools that may change things are left out, with the reason."""
+    remote = Remote(
+        [_tool("look", annotations=types.ToolAnnotations(read_only_hint=True)), _tool("poke")]
+    )
+    session = ToolSet([], config=ToolSetConfig(mode="read_only")).session()
+    async with MCPPool(session, {"m": _config(remote)}) as pool:
+        assert sorted(session.external) == ["mcp__m__look"]
+        assert "read_only" in pool.status("m").skipped["poke"]
+
+
+async def test_invalid_remote_schema_is_skipped(host_session: Callable[..., Session]) -> None:
+    """A tool whose input schema is not a JSON Schema is left out, with the reason."""
+    bad = types.Tool(name="bad", input_schema={"type": "object", "properties": {"x": {"type": 5}}})
+    remote = Remote([_tool("good"), bad])
+    session = host_session()
+    async with MCPPool(session, {"mem": _config(remote)}) as pool:
+        assert sorted(session.external) == ["mcp__mem__good"]
+        assert "invalid input schema" in pool.status("mem").skipped["bad"]
+
+
+async def test_missed_heartbeats_take_tools_out_until_reconnected(
+    host_session: Callable[..., Session], eventually: Callable[..., Awaitable[None]]
+) -> None:
+    """A server that stops answering goes offline (tools leave); it comes back when it answers."""
+    remote = Remote([_tool("t")])
+    session = host_session()
+    config = _config(remote, heartbeat_interval=50, timeout=200, connect_timeout=300)
+    async with MCPPool(session, {"mem": config}) as pool:
+        handle = session.external["mcp__mem__t"].tool
+        remote.hang_lists = True
+        await eventually(lambda: "mcp__mem__t" not in session.external, within=5)
+        assert pool.status("mem").state is not ServerState.ONLINE
+        assert "heartbeat" in (pool.status("mem").error or "")
+        result = await session.call("mcp__mem__t", {"text": "x"})
+        assert result.error is not None
+        assert result.error.kind in {"unavailable", "not_found"}
+        assert handle.open_stream is not None
+        with pytest.raises(ToolError) as info:
+            await handle.open_stream(None, {"text": "x"}).__anext__()
+        assert info.value.kind == "unavailable"
+        assert "MCP server 'mem' is" in info.value.message
+        assert "try again" in info.value.message
+        remote.hang_lists = False
+        await eventually(lambda: "mcp__mem__t" in session.external, within=10)
+        assert pool.status("mem").connects == 2
+        assert (await session.call("mcp__mem__t", {"text": "y"})).text == "t:y"
+
+
+async def test_servers_are_added_removed_and_reloaded(host_session: Callable[..., Session]) -> None:
+    """Servers join and leave a running pool; reload applies a new configuration as a diff."""
+    one, two = Remote([_tool("a")]), Remote([_tool("b")])
+    session = host_session()
+    async with MCPPool(session) as pool:
+        assert pool.servers == {}
+        status = await pool.add_server("one", _config(one))
+        assert status is not None
+        assert status.tools == ("mcp__one__a",)
+        changes = await pool.reload({"one": _config(one, timeout=500), "two": _config(two)})
+        assert changes == {"one": "reconnected", "two": "added"}
+        assert session.external["mcp__one__a"].timeout == 0.5
+        assert sorted(session.external) == ["mcp__one__a", "mcp__two__b"]
+        assert await pool.reload({"two": _config(two)}) == {"one": "removed"}
+        assert sorted(session.external) == ["mcp__two__b"]
+        assert await pool.remove_server("two")
+        assert not await pool.remove_server("two")
+        assert session.external == {}
+        assert await pool.add_server("off", _config(one, enabled=False)) is None
+        assert pool.status("off").state is ServerState.STOPPED
+
+
+async def test_calls_after_removal_and_legacy_memory_servers(
+    host_session: Callable[..., Session],
+) -> None:
+    """The 2025 era works in process too; a removed server's stale handle answers ``unavailable``."""
+    remote = Remote([_tool("t")])
+    session = host_session()
+    async with MCPPool(session, {"old": _config(remote, mode="legacy")}) as pool:
+        assert pool.status("old").protocol_version == "2025-11-25"
+        handle = session.external["mcp__old__t"].tool
+        assert (await session.call("mcp__old__t", {"text": "1"})).text == "t:1"
+        await pool.remove_server("old")
+        assert handle.open_stream is not None
+        stream = handle.open_stream(None, {"text": "2"})
+        with pytest.raises(ToolError) as info:
+            await stream.__anext__()
+        assert info.value.kind == "unavailable"
+        assert "removed from the configuration" in info.value.message
+        assert len(remote.calls) == 1
