@@ -66,6 +66,7 @@ class _Provider(BaseHTTPRequestHandler):
     @staticmethod
     def _openai(body: dict[str, Any]) -> dict[str, Any]:
         results = [m for m in body["messages"] if m.get("role") == "tool"]
+        message: dict[str, Any]
         if results:
             message = {"role": "assistant", "content": f"The file says: {results[-1]['content']}"}
             finish = "stop"
@@ -144,6 +145,7 @@ class _Provider(BaseHTTPRequestHandler):
             for block in m["content"]
             if block.get("type") == "tool_result"
         ]
+        content: list[dict[str, Any]]
         if results:
             content = [{"type": "text", "text": f"The file says: {results[-1]['content']}"}]
             stop = "end_turn"

@@ -333,3 +333,11 @@ async def test_invalid_json_arguments_are_an_error_result(session: Session) -> N
     (msg,) = await run_tool_calls(session, reply, "openai")
     assert msg["content"].startswith("Invalid arguments for echo")
     assert "JSON" in msg["content"]
+
+
+def test_sync_session_runs_tool_calls(session: Session) -> None:
+    """The blocking facade answers a reply with the same messages as the async session."""
+    reply = anthropic_reply(("t1", "echo", {"text": "x", "times": 3, "sep": "-"}))
+    with session.sync() as sync:
+        (msg,) = sync.run_tool_calls(reply, provider="anthropic")
+    assert msg["content"][0]["content"] == "x-x-x"

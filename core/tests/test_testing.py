@@ -26,6 +26,7 @@ from toolweave import (
 from toolweave.testing import (
     CHECKS,
     ScriptedModel,
+    Step,
     assert_toolset_conforms,
     check_pack,
     check_toolset,
@@ -82,7 +83,7 @@ def session(toolset: ToolSet, tmp_path: Path) -> Session:
     return toolset.session(workspace=tmp_path)
 
 
-SCRIPT = [
+SCRIPT: list[Step | list[Step]] = [
     step("greet", {"name": "ada"}, contains="hello ada!"),
     [
         step("count", {"upto": 2}, contains="counted to 2"),

@@ -55,19 +55,19 @@ def _demo_server(**config: Any) -> Any:
     return ServerConfig(command=PY, args=DEMO_ARGS, env=DEMO_ENV, **config)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def host_session() -> Callable[..., Session]:
     """Make a session whose tool set has one built-in tool, ``echo``."""
     return _host_session
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def fault_server() -> Callable[..., Any]:
     """Make a stdio configuration of ``servers/fault_server.py`` (flags, then options)."""
     return _fault_server
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def demo_server() -> Callable[..., Any]:
     """Make a stdio configuration of toolweave's own server over the demo pack."""
     return _demo_server
@@ -107,7 +107,7 @@ async def _eventually(check: Callable[[], bool], within: float = 10.0) -> None:
             await anyio.sleep(0.02)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def eventually() -> Callable[..., Awaitable[None]]:
     """Wait until ``check()`` holds, failing the test after ``within`` seconds."""
     return _eventually

@@ -52,9 +52,9 @@ Fragments = Sequence[str] | str | None
 """What ``collect`` returns: one fragment, several, or nothing."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallInfo:
-    """What happened in the call a reminder looks at.
+    """What happened in the call a reminder looks at (treat it as read-only).
 
     Attributes:
         name: The client-visible name the call was addressed to.

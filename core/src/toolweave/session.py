@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
@@ -17,18 +17,19 @@ from toolweave._batch import CallLike, run_batch
 from toolweave._deadline import Running, Stopped, drive
 from toolweave._erasure import format_validation_error
 from toolweave._guards import Guard, check_guards
+from toolweave._outcomes import drain, failure, from_exception, stop_error
+from toolweave._sync import SyncSession
+from toolweave._toolstream import ProgressCallback, ToolStream
 from toolweave.context import CallRecord, Context
-from toolweave.errors import ErrorKind, MissingResourceError, ToolError, UsageError
+from toolweave.errors import ErrorKind, ToolError, UsageError
 from toolweave.notifications import Notification, Notifier
 from toolweave.reminders import CallInfo, apply_reminders
 from toolweave.resources import Resources, Workspace
 from toolweave.state import SessionState, SQLiteStateStore, StateStore, default_state_path
-from toolweave.stream import CallResult, Progress
+from toolweave.stream import CallResult
 from toolweave.toolset import ToolEntry
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from toolweave._erasure import ErasedTool
     from toolweave.reminders import Reminder
     from toolweave.toolset import ToolSet
@@ -45,59 +46,6 @@ says otherwise (local and external tools alike)."""
 
 MAX_DEPTH = 8
 """How deeply meta-tools may nest calls through ``ctx.call``."""
-
-ProgressCallback = Callable[[Progress], Awaitable[None] | None]
-
-
-def _failure(
-    kind: ErrorKind, message: str, name: str, call_id: str | None, fqid: str | None = None
-) -> CallResult:
-    return CallResult(None, message, ToolError(kind, message), call_id, fqid, name)
-
-
-def _from_exception(exc: BaseException, entry: ToolEntry, call_id: str | None) -> CallResult:
-    if isinstance(exc, ToolError):
-        err = exc
-    elif isinstance(exc, MissingResourceError):
-        err = ToolError(ErrorKind.UNAVAILABLE, f"{entry.name} cannot run here: {exc}")
-    elif isinstance(exc, NotImplementedError):
-        err = ToolError(ErrorKind.UNIMPLEMENTED, f"{entry.name} is not implemented: {exc}")
-    else:
-        logger.error("tool %s raised", entry.tool.fqid, exc_info=exc)
-        text = str(exc) or "no details"
-        err = ToolError(
-            ErrorKind.EXECUTION_ERROR, f"{entry.name} failed: {type(exc).__name__}: {text}"
-        )
-    return CallResult(None, err.message, err, call_id, entry.tool.fqid, entry.name)
-
-
-def _stopped(running: Running | None, entry: ToolEntry, timeout: float) -> ToolError:
-    if running is not None and running.cancelled:
-        return ToolError(ErrorKind.CANCELLED, f"{entry.name} was cancelled")
-    return ToolError(
-        ErrorKind.TIMEOUT,
-        f"{entry.name} did not finish within {timeout:g} s and was stopped; "
-        "try a smaller request or a longer timeout",
-    )
-
-
-_NOTHING: Any = object()
-
-
-async def _drain(agen: Any, name: str) -> Any:
-    """Run a tool's stream to its end without a consumer: the output, progress dropped."""
-    output = _NOTHING
-    async for item in agen:
-        if output is not _NOTHING:
-            # Close it here, inside whatever scopes the generator holds at its yield.
-            await agen.aclose()
-            what = "progress" if isinstance(item, Progress) else "a second result"
-            raise ToolError(ErrorKind.EXECUTION_ERROR, f"{name} yielded {what} after its result")
-        if not isinstance(item, Progress):
-            output = item
-    if output is _NOTHING:
-        raise ToolError(ErrorKind.EXECUTION_ERROR, f"{name} ended without a result")
-    return output
 
 
 @final
@@ -371,7 +319,7 @@ class Session:
     def _unknown(self, name: str, call_id: str | None) -> CallResult:
         names = self.toolset.names + sorted(self._external)
         shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
-        return _failure(
+        return failure(
             ErrorKind.NOT_FOUND,
             f"There is no tool named {name!r}. Available tools: {shown or 'none'}.",
             name,
@@ -412,7 +360,7 @@ class Session:
             args = entry.parse(arguments)
         except ValidationError as exc:
             msg = format_validation_error(exc, name, entry.to_client)
-            return _failure(ErrorKind.INVALID_PARAMS, msg, name, call_id, entry.tool.fqid)
+            return failure(ErrorKind.INVALID_PARAMS, msg, name, call_id, entry.tool.fqid)
         except ToolError as err:
             return CallResult(None, err.message, err, call_id, entry.tool.fqid, name)
         tool = entry.tool
@@ -435,14 +383,16 @@ class Session:
                     raw = await self._scoped(coro, entry, call_id)
             else:
                 raw = tool.invoke(ctx, args)  # type: ignore[misc]
-            if ctx._record is None and not self._reminders:
-                output, text = tool.finish(raw)
-                return CallResult(output, text, None, call_id, tool.fqid, name)
+            if ctx._record is None:
+                if not self._reminders:
+                    output, text = tool.finish(raw)
+                    return CallResult(output, text, None, call_id, tool.fqid, name)
+                return self._remind(ctx, args, self._result(ctx, raw))
             result = self._result(ctx, raw)
         except Exception as exc:
-            result = _from_exception(exc, entry, call_id)
-            if ctx._record is None and not self._reminders:
-                return result
+            result = from_exception(exc, entry, call_id)
+            if ctx._record is None:
+                return self._remind(ctx, args, result) if self._reminders else result
         return await self._post(ctx, args, result)
 
     def _timeout_for(self, entry: ToolEntry) -> float:
@@ -463,7 +413,7 @@ class Session:
         try:
             return await drive(coro, pending, running, timeout)
         except Stopped:
-            raise _stopped(running, entry, timeout) from None
+            raise stop_error(running, entry, timeout) from None
         finally:
             coro.close()
             if call_id is not None and self._running.get(call_id) is running:
@@ -491,7 +441,7 @@ class Session:
             coro.close()
             if call_id is not None and self._running.get(call_id) is running:
                 del self._running[call_id]
-        raise _stopped(running, entry, timeout)
+        raise stop_error(running, entry, timeout)
 
     def _detect_inline(self) -> bool:
         """Whether calls may run their first step inline (asyncio); remembered."""
@@ -528,11 +478,16 @@ class Session:
         record = ctx._record
         if record is not None and record.slots:
             await self._state.persist(list(record.slots.values()))
-        if self._reminders and (result.error is None or result.error.kind != ErrorKind.CANCELLED):
-            entry = ctx.entry
-            assert entry is not None
-            info = CallInfo(entry.name, result.effective_tool or entry.tool.fqid, args, result)
-            result.text = apply_reminders(self._reminders, ctx, info, result.text)
+        return self._remind(ctx, args, result) if self._reminders else result
+
+    def _remind(self, ctx: Context, args: Any, result: CallResult) -> CallResult:
+        """Append the active reminders to ``result``'s text (not after a cancellation)."""
+        if result.error is not None and result.error.kind == ErrorKind.CANCELLED:
+            return result
+        entry = ctx.entry
+        assert entry is not None
+        info = CallInfo(entry.name, result.effective_tool or entry.tool.fqid, args, result)
+        result.text = apply_reminders(self._reminders, ctx, info, result.text)
         return result
 
     async def _call_serialised(self, ctx: Context, args: Any) -> CallResult:
@@ -554,7 +509,7 @@ class Session:
                 raw = await self._invoke(ctx, args)
                 result = self._result(ctx, raw)
             except Exception as exc:
-                result = _from_exception(exc, entry, ctx.call_id)
+                result = from_exception(exc, entry, ctx.call_id)
             return await self._post(ctx, args, result)
         finally:
             record.held = None
@@ -603,7 +558,7 @@ class Session:
                             raw = tool.invoke(ctx, args)  # type: ignore[misc]
                         result = self._result(ctx, raw)
                     except Exception as exc:
-                        result = _from_exception(exc, entry, call_id)
+                        result = from_exception(exc, entry, call_id)
                     try:
                         return await self._post(ctx, args, result)
                     finally:
@@ -611,7 +566,7 @@ class Session:
         finally:
             if call_id is not None and self._running.get(call_id) is running:
                 del self._running[call_id]
-        stopped = _stopped(running, entry, timeout)
+        stopped = stop_error(running, entry, timeout)
         return await self._post(
             ctx, args, CallResult(None, stopped.message, stopped, call_id, tool.fqid, entry.name)
         )
@@ -621,7 +576,7 @@ class Session:
         as usual; no reminders, no persistence (the outer call does both)."""
         parent_record = parent._call_record()
         if parent_record.depth >= MAX_DEPTH:
-            return _failure(
+            return failure(
                 ErrorKind.EXECUTION_ERROR,
                 f"{name} was not called: tools may nest calls at most {MAX_DEPTH} deep",
                 name,
@@ -638,7 +593,7 @@ class Session:
             args = entry.parse(arguments)
         except ValidationError as exc:
             msg = format_validation_error(exc, name, entry.to_client)
-            return _failure(ErrorKind.INVALID_PARAMS, msg, name, None, entry.tool.fqid)
+            return failure(ErrorKind.INVALID_PARAMS, msg, name, None, entry.tool.fqid)
         except ToolError as err:
             return CallResult(None, err.message, err, None, entry.tool.fqid, name)
         tool = entry.tool
@@ -660,7 +615,7 @@ class Session:
                         held.discard(key)
             result = self._result(ctx, raw)
         except Exception as exc:
-            result = _from_exception(exc, entry, None)
+            result = from_exception(exc, entry, None)
         if result.error is None:
             parent_record.effective = result.effective_tool
         return result
@@ -673,11 +628,11 @@ class Session:
         with anyio.CancelScope(deadline=anyio.current_time() + timeout):
             if tool.streaming:
                 assert tool.open_stream is not None
-                return await _drain(tool.open_stream(ctx, args), entry.name)
+                return await drain(tool.open_stream(ctx, args), entry.name)
             if tool.is_coroutine:
                 return await tool.invoke(ctx, args)  # type: ignore[misc]
             return tool.invoke(ctx, args)  # type: ignore[misc]
-        raise _stopped(None, entry, timeout)
+        raise stop_error(None, entry, timeout)
 
     async def call_many(
         self, calls: Iterable[CallLike], *, limit: int | None = None
@@ -742,391 +697,3 @@ class Session:
         from toolweave.formats import run_tool_calls
 
         return await run_tool_calls(self, message, provider)
-
-
-@final
-class ToolStream:
-    """The items of one call in streaming mode: progress items, then one CallResult.
-
-    Iterate it with ``async for``, ideally inside ``async with`` so that a stream left
-    early is closed at once. Every step runs under the call's deadline; the stream can
-    be cancelled by call id through :meth:`Session.cancel`. A tool that ends without a
-    result, or yields after its result, ends the stream with ``execution_error``; it
-    never hangs past its deadline.
-
-    The tool's generator may yield from inside its own cancel scopes and task groups.
-    As with any async generator that does, the consumer should pull items from one
-    task and not open a cancel scope between two items that it closes before the next
-    one (``async with session.stream(...) as items: async for item in items: ...`` is
-    always fine).
-    """
-
-    __slots__ = (
-        "_agen",
-        "_args",
-        "_arguments",
-        "_call_id",
-        "_ctx",
-        "_deadline",
-        "_done",
-        "_entry",
-        "_held",
-        "_name",
-        "_output",
-        "_running",
-        "_session",
-        "_want_lock",
-    )
-
-    def __init__(self, session: Session, name: str, arguments: Any, call_id: str | None) -> None:
-        self._session = session
-        self._name = name
-        self._arguments = arguments
-        self._call_id = call_id
-        self._agen: Any = None
-        self._args: Any = None
-        self._entry: ToolEntry | None = None
-        self._ctx: Context | None = None
-        self._deadline = 0.0
-        self._done = False
-        self._output: Any = _NOTHING
-        self._running = Running()
-        self._want_lock = False
-        self._held: anyio.Semaphore | None = None
-
-    def __aiter__(self) -> ToolStream:
-        return self
-
-    async def __aenter__(self) -> ToolStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def cancel(self) -> None:
-        """Cancel the call; the next item is its ``cancelled`` result."""
-        self._running.cancel()
-
-    @classmethod
-    async def _collect(
-        cls,
-        session: Session,
-        entry: ToolEntry,
-        ctx: Context,
-        args: Any,
-        on_progress: ProgressCallback | None,
-    ) -> CallResult:
-        """A streaming tool called in blocking mode: the whole run in one cancel scope,
-        so the tool may hold scopes and task groups across its yields."""
-        stream = cls(session, entry.name, None, ctx.call_id)
-        stream._open(entry, ctx, args)
-        running = stream._running
-        result: CallResult | None = None
-        try:
-            with anyio.CancelScope(deadline=stream._deadline) as scope:
-                running.scope = scope
-                if stream._want_lock:
-                    stream._want_lock = False
-                    await stream._lock()
-                agen = stream._agen
-                while result is None:
-                    try:
-                        item = await agen.__anext__()
-                    except StopAsyncIteration:
-                        item = _NOTHING
-                    except Exception as exc:
-                        item = _from_exception(exc, entry, ctx.call_id)
-                    got = stream._take(item)
-                    if isinstance(got, CallResult):
-                        result = got
-                    elif got is not None and on_progress is not None:
-                        try:
-                            maybe = on_progress(got)
-                            if maybe is not None:
-                                await maybe
-                        except Exception:
-                            logger.exception("the progress callback of %s raised", entry.name)
-                if stream._agen is not None and item is not _NOTHING:
-                    # Stopped early: close the generator here, inside the scopes it holds.
-                    stream._agen = None
-                    try:
-                        await agen.aclose()
-                    except Exception:
-                        logger.exception("closing the stream of %s failed", entry.name)
-            running.scope = None
-            if result is None:
-                stopped = _stopped(running, entry, session._timeout_for(entry))
-                result = stream._error(stopped)
-            return await stream._end(result)
-        finally:
-            await stream.aclose()
-
-    def _open(self, entry: ToolEntry, ctx: Context, args: Any) -> None:
-        self._entry = entry
-        self._ctx = ctx
-        self._args = args
-        assert entry.tool.open_stream is not None
-        self._agen = entry.tool.open_stream(ctx, args)
-        self._deadline = anyio.current_time() + self._session._timeout_for(entry)
-        self._want_lock = entry.tool.state_type is not None
-        if self._call_id is not None:
-            self._session._running[self._call_id] = self._running
-
-    async def __anext__(self) -> Progress | CallResult:
-        if self._done:
-            raise StopAsyncIteration
-        if self._agen is None:
-            session = self._session
-            entry = session._lookup(self._name)
-            if entry is None or not entry.tool.streaming:
-                # Not a streaming tool (or unknown): one final item from the blocking path.
-                return await self._end(
-                    await session.call(self._name, self._arguments, self._call_id)
-                )
-            if session._guards:
-                refused = check_guards(session._guards, session, entry)
-                if refused is not None:
-                    return await self._end(self._failed(entry, refused))
-            try:
-                args = entry.parse(self._arguments)
-            except ValidationError as exc:
-                msg = format_validation_error(exc, self._name, entry.to_client)
-                return await self._end(
-                    self._failed(entry, ToolError(ErrorKind.INVALID_PARAMS, msg))
-                )
-            except ToolError as err:
-                return await self._end(self._failed(entry, err))
-            self._open(entry, Context(session, entry, self._call_id), args)
-        entry = self._entry
-        assert entry is not None
-        if self._want_lock:
-            self._want_lock = False
-            failed = await self._acquire()
-            if failed is not None:
-                return await self._end(failed)
-        while True:
-            got = self._take(await self._pull())
-            if isinstance(got, CallResult):
-                return await self._end(got)
-            if got is not None:
-                return got
-
-    def _take(self, item: Any) -> Progress | CallResult | None:
-        """What one item from the generator means: progress to hand on, the call's
-        result (the stream ends), or ``None`` (the output was kept; pull again)."""
-        entry = self._entry
-        assert entry is not None
-        if isinstance(item, CallResult):  # the step failed, timed out or was cancelled
-            return item
-        if item is _NOTHING:  # the generator ended
-            if self._output is _NOTHING:
-                return self._error(
-                    ToolError(ErrorKind.EXECUTION_ERROR, f"{entry.name} ended without a result")
-                )
-            assert self._ctx is not None
-            try:
-                return self._session._result(self._ctx, self._output)
-            except Exception as exc:
-                return _from_exception(exc, entry, self._call_id)
-        if self._output is not _NOTHING:
-            what = "progress" if isinstance(item, Progress) else "a second result"
-            return self._error(
-                ToolError(
-                    ErrorKind.EXECUTION_ERROR, f"{entry.name} yielded {what} after its result"
-                )
-            )
-        if isinstance(item, Progress):
-            return item
-        self._output = item
-        return None
-
-    def _failed(self, entry: ToolEntry, err: ToolError) -> CallResult:
-        """A failure before the tool started (no post-processing)."""
-        return CallResult(None, err.message, err, self._call_id, entry.tool.fqid, self._name)
-
-    def _error(self, err: ToolError) -> CallResult:
-        assert self._entry is not None
-        return CallResult(None, err.message, err, self._call_id, self._entry.tool.fqid, self._name)
-
-    async def _lock(self) -> None:
-        """Take the lock of the tool's state model (see :meth:`Session._call_serialised`)."""
-        entry = self._entry
-        ctx = self._ctx
-        assert entry is not None
-        assert ctx is not None
-        state_type = entry.tool.state_type
-        assert state_type is not None
-        key, lock = self._session._state.lock(state_type)
-        await lock.acquire()
-        self._held = lock
-        ctx._call_record().held = {key}
-
-    async def _acquire(self) -> CallResult | None:
-        """:meth:`_lock` under the deadline; a CallResult when the wait was cancelled or
-        timed out."""
-        entry = self._entry
-        assert entry is not None
-        running = self._running
-        if running.cancelled:
-            return self._error(_stopped(running, entry, 0))
-        with anyio.CancelScope(deadline=self._deadline) as scope:
-            running.scope = scope
-            try:
-                await self._lock()
-            finally:
-                running.scope = None
-            return None
-        return self._error(_stopped(running, entry, self._session._timeout_for(entry)))
-
-    async def _pull(self) -> Any:
-        """One step of the tool's generator under the deadline: an item, _NOTHING at the
-        end, or a CallResult when the step failed, timed out or was cancelled."""
-        entry = self._entry
-        assert entry is not None
-        running = self._running
-        if running.cancelled:
-            return self._error(_stopped(running, entry, 0))
-        session = self._session
-        if session._inline or (session._inline is None and session._detect_inline()):
-            # Like Session.call: no cancel scope of ours around the step, so the tool may
-            # hold its own scopes and task groups across its yields.
-            step = self._agen.__anext__()
-            try:
-                try:
-                    pending = step.send(None)
-                except StopIteration as got:
-                    return got.value
-                remaining = max(self._deadline - anyio.current_time(), 0.0)
-                return await drive(step, pending, running, remaining)
-            except StopAsyncIteration:
-                return _NOTHING
-            except Stopped:
-                return self._error(_stopped(running, entry, session._timeout_for(entry)))
-            except Exception as exc:
-                return _from_exception(exc, entry, self._call_id)
-            finally:
-                step.close()
-        with anyio.CancelScope(deadline=self._deadline) as scope:
-            running.scope = scope
-            try:
-                return await self._agen.__anext__()
-            except StopAsyncIteration:
-                return _NOTHING
-            except Exception as exc:
-                return _from_exception(exc, entry, self._call_id)
-            finally:
-                running.scope = None
-        return self._error(_stopped(running, entry, self._session._timeout_for(entry)))
-
-    async def _end(self, result: CallResult) -> CallResult:
-        """Close the generator, post-process the result, release the call."""
-        self._done = True
-        try:
-            await self._close_generator()
-            ctx = self._ctx
-            session = self._session
-            if ctx is not None and (ctx._record is not None or session._reminders):
-                result = await session._post(ctx, self._args, result)
-                self._ctx = None
-        finally:
-            self._release()
-        return result
-
-    async def _close_generator(self) -> None:
-        """Close the tool's generator where it stands. No scope of ours is entered
-        around it: a generator suspended inside its own cancel scopes must leave them
-        in order."""
-        agen, self._agen = self._agen, None
-        if agen is not None:
-            try:
-                await agen.aclose()
-            except Exception:
-                logger.exception("closing the stream of %s failed", self._name)
-
-    def _release(self) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            ctx = self._ctx
-            if ctx is not None and ctx._record is not None:
-                ctx._record.held = None
-            held.release()
-        session = self._session
-        if self._call_id is not None and session._running.get(self._call_id) is self._running:
-            del session._running[self._call_id]
-
-    async def aclose(self) -> None:
-        """Stop the tool's generator (if still running), save the state it changed and
-        forget the call id."""
-        self._done = True
-        try:
-            await self._close_generator()
-            ctx, self._ctx = self._ctx, None
-            if ctx is not None and ctx._record is not None and ctx._record.slots:
-                await self._session._state.persist(list(ctx._record.slots.values()))
-        finally:
-            self._release()
-
-
-@final
-class SyncSession:
-    """A blocking facade over a :class:`Session`, for callers that are not async.
-
-    It runs an event loop in a background thread; close it (or use ``with``) when done.
-
-    Example:
-        ``with toolset.session().sync() as s: print(s.call("echo", {"text": "hi"}).text)``
-    """
-
-    def __init__(self, session: Session, *, backend: str = "asyncio") -> None:
-        from anyio.from_thread import start_blocking_portal
-
-        self.session = session
-        self._cm = start_blocking_portal(backend)
-        self._portal = self._cm.__enter__()
-
-    def call(self, name: str, arguments: Any = None, call_id: str | None = None) -> CallResult:
-        """Run one call and wait for its result."""
-        result: CallResult = self._portal.call(self.session.call, name, arguments, call_id)
-        return result
-
-    def call_many(self, calls: Iterable[CallLike], *, limit: int | None = None) -> list[CallResult]:
-        """Run a batch of calls (see :meth:`Session.call_many`) and wait for the results."""
-
-        async def run() -> list[CallResult]:
-            return await self.session.call_many(calls, limit=limit)
-
-        return self._portal.call(run)
-
-    def stream(
-        self, name: str, arguments: Any = None, call_id: str | None = None
-    ) -> list[Progress | CallResult]:
-        """Run one call in streaming mode and return every item, the result last."""
-
-        async def collect() -> list[Progress | CallResult]:
-            async with self.session.stream(name, arguments, call_id) as items:
-                return [item async for item in items]
-
-        return self._portal.call(collect)
-
-    def cancel(self, call_id: str) -> bool:
-        """Cancel a running call by id (from any thread)."""
-        return self._portal.call(self.session.cancel, call_id)
-
-    def definitions(self, format: str = "openai") -> list[dict[str, Any]]:
-        """See :meth:`Session.definitions`."""
-        return self.session.definitions(format)
-
-    def close(self) -> None:
-        """Stop the background event loop."""
-        self._cm.__exit__(None, None, None)
-
-    def __enter__(self) -> SyncSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -99,6 +99,15 @@ async def test_stdout_and_stderr_are_combined_in_order(make_session: SessionFact
     assert result.output["output"] == "one\ntwo\nthree\nfour\n"
 
 
+async def test_characters_split_across_reads_stay_whole(make_session: SessionFactory) -> None:
+    """A UTF-8 character written in two pieces arrives whole; invalid bytes are replaced."""
+    session = make_session()
+    result = await session.call(
+        "bash", {"command": r"printf '\xc3'; sleep 0.1; printf '\xa9\n'; printf 'bad \xff\n'"}
+    )
+    assert result.output["output"] == "\u00e9\nbad \ufffd\n"
+
+
 async def test_output_beyond_the_cap_keeps_head_and_tail(make_session: SessionFactory) -> None:
     """With a 1000-character cap, 20000 lines keep their start and end around a marker."""
     session = make_session({"tools": [{"id": "bash", "params": {"max_output_chars": 1000}}]})

@@ -4,9 +4,15 @@ Needs the optional extra: ``pip install 'toolweave[mcp]'``.
 
 Client side: :class:`MCPPool` keeps long-lived connections (stdio, streamable HTTP)
 to the servers of a configuration (:func:`load_servers`) and turns their tools into
-external tools of a session. Server side: :func:`serve` (what ``toolweave serve``
-runs), :func:`serve_stdio`, :func:`serve_http` and :class:`SessionServer` expose a
-session's tools to any MCP client.
+external tools of a session, named ``<prefix><server>__<tool>`` (the prefix is the
+tool set's ``external_prefix``, else ``mcp__``)::
+
+    async with MCPPool(session, config_path="mcp.json"):
+        result = await session.call("mcp__time__get_current_time", {"timezone": "UTC"})
+
+Server side: :func:`serve` (what ``toolweave serve`` runs), :func:`serve_stdio`,
+:func:`serve_http` and :class:`SessionServer` expose a session's tools to any MCP
+client; ``python -m toolweave.mcp`` serves installed packs.
 """
 
 from __future__ import annotations

@@ -77,8 +77,14 @@ def compile_pattern(pattern: str, case_insensitive: bool) -> re.Pattern[str]:
         ) from exc
 
 
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""Larger files are skipped by this engine (it reads a file whole; ripgrep streams)."""
+
+
 def _read_text(path: Path) -> str | None:
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
         data = path.read_bytes()
     except OSError:
         return None

@@ -341,7 +341,8 @@ Stop a background task (started by {name:bash} with `is_background`) together wi
 every process it started, and get the output you had not read yet.
 
 Use it for servers and watchers you no longer need, or for a task that hangs. A task \
-that has already ended is left as it is."""
+that has already ended is left as it is. Do not stop tasks the user relies on (a dev \
+server they are using) unless they asked you to."""
     capabilities = Capabilities(read_only=False, scope="system", timeout=60.0)
     params = TaskParams
     requires = REQUIRES

@@ -327,9 +327,6 @@ class BackgroundTasks:
         self, state: ShellTasks, terminal: Terminal, session_id: str, record: TaskRecord
     ) -> None:
         """Stop a running task's whole process group and record it as killed."""
-        # Suspend once before entering cancel scopes: a dispatcher may run the first
-        # step of a call outside the deadline scope it enters when the call suspends.
-        await anyio.lowlevel.checkpoint()
         key = (session_id, record.id)
         with self._lock:
             self._killing.add(key)

@@ -1,0 +1,77 @@
+"""A blocking facade over a session, for code that is not async."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, final
+
+if TYPE_CHECKING:
+    from toolweave._batch import CallLike
+    from toolweave.session import Session
+    from toolweave.stream import CallResult, Progress
+
+__all__ = ["SyncSession"]
+
+
+@final
+class SyncSession:
+    """A blocking facade over a :class:`Session`, for callers that are not async.
+
+    It runs an event loop in a background thread; close it (or use ``with``) when done.
+
+    Example:
+        ``with toolset.session().sync() as s: print(s.call("echo", {"text": "hi"}).text)``
+    """
+
+    def __init__(self, session: Session, *, backend: str = "asyncio") -> None:
+        from anyio.from_thread import start_blocking_portal
+
+        self.session = session
+        self._cm = start_blocking_portal(backend)
+        self._portal = self._cm.__enter__()
+
+    def call(self, name: str, arguments: Any = None, call_id: str | None = None) -> CallResult:
+        """Run one call and wait for its result."""
+        result: CallResult = self._portal.call(self.session.call, name, arguments, call_id)
+        return result
+
+    def call_many(self, calls: Iterable[CallLike], *, limit: int | None = None) -> list[CallResult]:
+        """Run a batch of calls (see :meth:`Session.call_many`) and wait for the results."""
+
+        async def run() -> list[CallResult]:
+            return await self.session.call_many(calls, limit=limit)
+
+        return self._portal.call(run)
+
+    def run_tool_calls(self, message: Any, provider: str = "openai") -> list[dict[str, Any]]:
+        """Run a model reply's tool calls (see :meth:`Session.run_tool_calls`) and wait."""
+        return self._portal.call(self.session.run_tool_calls, message, provider)
+
+    def stream(
+        self, name: str, arguments: Any = None, call_id: str | None = None
+    ) -> list[Progress | CallResult]:
+        """Run one call in streaming mode and return every item, the result last."""
+
+        async def collect() -> list[Progress | CallResult]:
+            async with self.session.stream(name, arguments, call_id) as items:
+                return [item async for item in items]
+
+        return self._portal.call(collect)
+
+    def cancel(self, call_id: str) -> bool:
+        """Cancel a running call by id (from any thread)."""
+        return self._portal.call(self.session.cancel, call_id)
+
+    def definitions(self, format: str = "openai") -> list[dict[str, Any]]:
+        """See :meth:`Session.definitions`."""
+        return self.session.definitions(format)
+
+    def close(self) -> None:
+        """Stop the background event loop."""
+        self._cm.__exit__(None, None, None)
+
+    def __enter__(self) -> SyncSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
