@@ -10,7 +10,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["Case", "Series", "calibrate", "interleave", "loop_of", "no_gc", "rotated"]
+__all__ = [
+    "Case",
+    "Series",
+    "calibrate",
+    "frozen_heap",
+    "interleave",
+    "loop_of",
+    "no_gc",
+    "rotated",
+]
 
 T = TypeVar("T")
 
@@ -52,6 +61,21 @@ def no_gc() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Move every live object out of the collector's reach (``gc.freeze``) for a block.
+
+    Workloads hold thousands of tools of every framework at once; without this, the
+    collection before each batch would walk all of them every time.
+    """
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def loop_of(invoke: Callable[[str], Awaitable[Any]], raw: str) -> Callable[[int], Awaitable[None]]:
@@ -120,13 +144,14 @@ async def interleave(
         if case.n <= 0:
             case.n = await calibrate(case.batch, target_s)
     out: dict[str, Series] = {case.key: Series() for case in cases}
-    for r in range(rounds):
-        for case in rotated(cases, r):
-            with no_gc():
-                t0 = time.perf_counter_ns()
-                await case.batch(case.n)
-                t1 = time.perf_counter_ns()
-            out[case.key].samples.append((t1 - t0) / 1e9 / case.n * case.scale)
-        if on_round is not None:
-            on_round(r)
+    with frozen_heap():
+        for r in range(rounds):
+            for case in rotated(cases, r):
+                with no_gc():
+                    t0 = time.perf_counter_ns()
+                    await case.batch(case.n)
+                    t1 = time.perf_counter_ns()
+                out[case.key].samples.append((t1 - t0) / 1e9 / case.n * case.scale)
+            if on_round is not None:
+                on_round(r)
     return out

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import pytest
+import toolweave
+import toolweave.errors
 from toolweave import (
     ConfigError,
     ConfigIssue,
     DuplicateToolError,
     ErrorKind,
+    ExpressionError,
     MissingResourceError,
     PackLoadError,
     ToolError,
@@ -77,6 +83,40 @@ def test_exception_tree() -> None:
     assert issubclass(MissingResourceError, UsageError)
     assert issubclass(ConfigError, ToolweaveError)
     assert issubclass(PackLoadError, ToolweaveError)
+    assert issubclass(ExpressionError, UsageError)
+    assert issubclass(ExpressionError, ValueError)
+    assert issubclass(toolweave.errors.UnsupportedSchemaError, UsageError)
+
+
+def _all_subclasses(cls: type) -> set[type]:
+    found: set[type] = set()
+    for sub in cls.__subclasses__():
+        found |= {sub, *_all_subclasses(sub)}
+    return found
+
+
+def test_every_exception_lives_in_the_errors_module_and_its_tree() -> None:
+    """Every ToolweaveError subclass of the package is defined in toolweave.errors, listed
+    in its __all__ and drawn in its docstring tree."""
+    for info in pkgutil.walk_packages(toolweave.__path__, "toolweave."):
+        if ".cli._demo_script" not in info.name and "pack_template" not in info.name:
+            importlib.import_module(info.name)
+    ours = {c for c in _all_subclasses(ToolweaveError) if c.__module__.startswith("toolweave")}
+    assert {c.__module__ for c in ours} == {"toolweave.errors"}
+    tree = toolweave.errors.__doc__ or ""
+    for cls in ours | {ToolweaveError}:
+        assert cls.__name__ in toolweave.errors.__all__
+        assert f"── {cls.__name__} " in tree or f"    {cls.__name__}\n" in tree, cls.__name__
+
+
+def test_moved_errors_are_importable_from_their_former_modules() -> None:
+    """ExpressionError and UnsupportedSchemaError keep their old import paths."""
+    from toolweave._expr import ExpressionError as from_expr
+    from toolweave.formats import UnsupportedSchemaError as from_formats
+    from toolweave.formats._schema import UnsupportedSchemaError as from_schema
+
+    assert from_expr is ExpressionError is toolweave.errors.ExpressionError
+    assert from_formats is from_schema is toolweave.errors.UnsupportedSchemaError
 
 
 def test_duplicate_tool_error_names_both_origins() -> None:
@@ -111,6 +151,17 @@ def test_config_issue_renders_every_part() -> None:
         "[x] bash: must be positive at tools[1].params.timeout (expected '>0', got -1)"
     )
     assert str(ConfigIssue("", "empty set")) == "[invalid] empty set"
+
+
+def test_config_issue_shows_only_the_values_it_has() -> None:
+    """Only the expected or only the actual value is printed when the other is unknown."""
+    assert str(ConfigIssue("t", "bad", actual="x")) == "[invalid] t: bad (got 'x')"
+    assert str(ConfigIssue("t", "bad", expected=["a", "b"])) == (
+        "[invalid] t: bad (expected ['a', 'b'])"
+    )
+    assert str(ConfigIssue("t", "bad", expected=0, actual=False)) == (
+        "[invalid] t: bad (expected 0, got False)"
+    )
 
 
 def test_config_error_lists_every_issue() -> None:

@@ -8,7 +8,15 @@ from typing import Any
 import anyio
 import pytest
 from pydantic import BaseModel
-from toolweave import Context, ErrorKind, Progress, Tool, ToolError, UsageError
+from toolweave import (
+    Context,
+    ErrorKind,
+    Progress,
+    Tool,
+    ToolError,
+    ToolSetBuilder,
+    UsageError,
+)
 from toolweave.external import external_tool, schema_validator
 
 pytestmark = pytest.mark.anyio
@@ -106,6 +114,59 @@ async def test_never_shadows_a_built_in(make_session: Any) -> None:
     with pytest.raises(UsageError, match="already registered"):
         session.register_external(_weather([]), name="weather")
     assert (await session.call("forecast", {})).text == "built-in"
+
+
+async def test_unlisted_external_tools_stay_callable(make_session: Any) -> None:
+    """set_listed hides a tool from the listing (not from calls); only a real change bumps
+    the version and renders the listing anew."""
+    session = make_session(Forecast)
+    calls: list[dict[str, Any]] = []
+    session.register_external(_weather(calls), name="weather")
+    session.register_external(_weather([]), name="alpha")
+    listed = session.definitions("neutral")
+    version = session.external_version
+    assert session.set_listed("weather", True) is False
+    assert session.definitions("neutral") is listed
+    assert session.external_version == version
+
+    assert session.set_listed("weather", False) is True
+    assert session.external_version == version + 1
+    assert [d["name"] for d in session.definitions("neutral")] == ["forecast", "alpha"]
+    assert [d["function"]["name"] for d in session.definitions("openai")] == ["forecast", "alpha"]
+    assert session.unlisted == frozenset({"weather"})
+    assert "weather" in session.external
+    assert session.set_listed("weather", False) is False
+    assert session.external_version == version + 1
+    result = await session.call("weather", {"city": "Oslo"})
+    assert result.text == "sunny in Oslo"
+    assert calls == [{"city": "Oslo"}]
+    unknown = await session.call("nope", {})
+    assert unknown.error is not None
+    assert "alpha" in unknown.text
+    assert "weather" not in unknown.text
+
+    assert session.set_listed("weather", True) is True
+    assert [d["name"] for d in session.definitions("neutral")] == ["forecast", "alpha", "weather"]
+    assert session.unlisted == frozenset()
+    assert session.set_listed("missing", False) is False
+    session.set_listed("alpha", False)
+    assert session.unregister_external("alpha")
+    session.register_external(_weather([]), name="alpha")
+    assert "alpha" in [d["name"] for d in session.definitions("neutral")]
+
+
+async def test_one_prefix_is_applied_to_external_names(tmp_path: Any) -> None:
+    """The set's external_prefix is put once before an external tool's name; a prefix
+    given at registration replaces it, and ``prefix=""`` takes the name as given."""
+    toolset = ToolSetBuilder().build({"external_prefix": "ext__"})
+    session = toolset.session(workspace=tmp_path)
+    assert session.register_external(_weather([])).name == "ext__forecast"
+    assert session.register_external(_weather([]), name="weather").name == "ext__weather"
+    assert session.register_external(_weather([]), name="plain", prefix="").name == "plain"
+    assert session.register_external(_weather([]), name="w", prefix="p_").name == "p_w"
+    unset = ToolSetBuilder().build().session(workspace=tmp_path)
+    assert unset.toolset.config.external_prefix is None
+    assert unset.register_external(_weather([]), name="weather").name == "weather"
 
 
 async def test_listing_and_unregistering(make_session: Any) -> None:

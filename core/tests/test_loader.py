@@ -16,12 +16,14 @@ from toolweave import (
     DuplicateToolError,
     PackLoadError,
     PackManager,
+    Reminder,
     Resources,
     Session,
     Tool,
     ToolSetBuilder,
     hookimpl,
 )
+from toolweave.reminders import CallInfo, ToolReminder
 
 pytestmark = pytest.mark.anyio
 
@@ -120,6 +122,82 @@ class FailingResources:
         raise OSError("no terminal here")
 
 
+class Nag(Reminder):
+    """A cross-tool reminder that speaks after every call."""
+
+    id = "nag"
+
+    def collect(self, ctx: Context, call: CallInfo) -> str:
+        """Always the same note."""
+        return "a note from a broken pack"
+
+
+class Noted(Reminder):
+    """A tool-internal reminder declared by two tools of two packs."""
+
+    id = "noted"
+
+    def collect(self, ctx: Context, call: CallInfo) -> str:
+        """Always the same note."""
+        return "noted"
+
+
+class GoodNoted(Tool[Nothing, str]):
+    """A tool of a working pack that declares Noted."""
+
+    id = "good_noted"
+    reminders = (Noted,)
+
+    async def run(self, ctx: Context, args: Nothing) -> str:
+        """Answer."""
+        return "fine"
+
+
+class BrokenNoted(Tool[Nothing, str]):
+    """A tool of a broken pack that declares Noted and its own reminder."""
+
+    id = "broken_noted"
+    reminders = (Noted, Nag)
+
+    async def run(self, ctx: Context, args: Nothing) -> str:
+        """Answer."""
+        return "never listed"
+
+
+class NoteTakingPack:
+    """Registers GoodNoted."""
+
+    @hookimpl
+    def register_tools(self, builder: ToolSetBuilder) -> None:
+        """Add the tool."""
+        builder.add(GoodNoted)
+
+
+class ToolRemindersThenFail:
+    """Registers a tool that declares reminders, then fails."""
+
+    @hookimpl
+    def register_tools(self, builder: ToolSetBuilder) -> None:
+        """Register, then break."""
+        builder.add(BrokenNoted)
+        raise RuntimeError("tools broke")
+
+
+class RemindersThenFail:
+    """Registers a tool and a cross-tool reminder, then fails in register_reminders."""
+
+    @hookimpl
+    def register_tools(self, builder: ToolSetBuilder) -> None:
+        """Register a tool."""
+        builder.add(Other)
+
+    @hookimpl
+    def register_reminders(self, builder: ToolSetBuilder) -> None:
+        """Register a reminder, then break."""
+        builder.add_reminder(Nag())
+        raise RuntimeError("reminders broke")
+
+
 # -- in-memory packs --------------------------------------------------------------------
 
 
@@ -183,6 +261,45 @@ def test_failing_register_tools_is_reported_and_rolled_back(tmp_path: Path) -> N
     assert "half way" in info.to_dict()["error"]
 
 
+async def test_failing_pack_leaves_no_reminders_behind(tmp_path: Path) -> None:
+    """A pack failing in a hook loses its reminders too; a reminder it shares with a
+    working pack's tool stays, tied to that tool only."""
+    packs = PackManager()
+    packs.add("good", GoodPack())
+    packs.add("notes", NoteTakingPack())
+    packs.add("broken_tools", ToolRemindersThenFail())
+    packs.add("broken_reminders", RemindersThenFail())
+    builder = packs.builder()
+    assert [p.name for p in packs.failed] == ["broken_tools", "broken_reminders"]
+    assert "reminders broke" in str(packs.packs["broken_reminders"].error)
+    assert [r.id for r in builder.reminders] == ["noted"]
+    shared = builder.reminders[0]
+    assert isinstance(shared, ToolReminder)
+    assert shared.tools == ["main:good_noted"]
+    assert shared.requires == "tool:main:good_noted"
+    toolset = builder.build()
+    assert toolset.names == ["hello", "good_noted"]
+    session = toolset.session(workspace=tmp_path, session_id="s")
+    assert (await session.call("hello", {})).text.endswith("noted\n</system-reminder>")
+    assert "broken pack" not in (await session.call("good_noted", {})).text
+    assert packs.packs["broken_reminders"].tools == []
+
+
+def test_builder_remove_origin_covers_tools_and_reminders() -> None:
+    """remove_origin drops the origin's tools and cross-tool reminders, nothing else."""
+    builder = ToolSetBuilder()
+    builder.add(Hello)
+    builder.add_reminder(Noted())
+    builder.origin = "pack x"
+    builder.add(Other)
+    builder.add_reminder(Nag())
+    builder.origin = "host"
+    assert builder.remove_origin("pack x") == ["main:other"]
+    assert list(builder.registry) == ["main:hello"]
+    assert [r.id for r in builder.reminders] == ["noted"]
+    assert builder.remove_origin("pack x") == []
+
+
 def test_strict_mode_raises_pack_load_error() -> None:
     """In strict mode the first broken pack raises PackLoadError with its cause."""
     packs = PackManager(strict=True)
@@ -231,6 +348,61 @@ def test_failing_provide_resources(tmp_path: Path) -> None:
     with pytest.raises(PackLoadError) as info:
         toolset.session(workspace=tmp_path)
     assert info.value.stage == "provide_resources"
+
+
+@pytest.fixture
+def dist_packs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A distribution on sys.path (real .dist-info metadata) declaring a pack that fails in
+    register_tools or provide_resources, as its environment says; returns the pack name."""
+    tag = uuid.uuid4().hex[:8]
+    module = f"twfail_{tag}"
+    (tmp_path / f"{module}.py").write_text(
+        textwrap.dedent(
+            """
+            import os
+            from toolweave import hookimpl
+
+            @hookimpl
+            def register_tools(builder):
+                if os.environ.get("TWFAIL_STAGE") == "register_tools":
+                    raise RuntimeError("no tools today")
+
+            @hookimpl
+            def provide_resources(resources):
+                raise OSError("no terminal here")
+            """
+        )
+    )
+    info = tmp_path / f"twfail_{tag}-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: twfail-{tag}\nVersion: 1.2.3\n")
+    (info / "entry_points.txt").write_text(f"[toolweave.packs]\nfail_{tag} = {module}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tag
+
+
+def test_every_hook_failure_names_the_distribution_with_its_version(
+    dist_packs: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PackLoadError names the distribution and its version for provide_resources as for
+    register_tools."""
+    name = f"fail_{dist_packs}"
+    strict = PackManager(strict=True)
+    strict.discover(include=[name], environ={})
+    toolset = strict.build()
+    with pytest.raises(PackLoadError) as info:
+        toolset.session(workspace=tmp_path)
+    assert info.value.stage == "provide_resources"
+    assert info.value.dist == f"twfail-{dist_packs} 1.2.3"
+    assert f"(from twfail-{dist_packs} 1.2.3)" in str(info.value)
+    monkeypatch.setenv("TWFAIL_STAGE", "register_tools")
+    lenient = PackManager()
+    lenient.discover(include=[name], environ={})
+    lenient.build()
+    error = lenient.packs[name].error
+    assert error is not None
+    assert error.stage == "register_tools"
+    assert error.dist == f"twfail-{dist_packs} 1.2.3"
 
 
 # -- entry points -----------------------------------------------------------------------

@@ -173,6 +173,42 @@ async def test_blocking_call_of_streaming_tool_collects_progress(make_session: A
     assert awaited == ["x"]
 
 
+async def test_raising_progress_callback_is_logged_and_the_call_goes_on(
+    make_session: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A progress callback that raises (sync or async) or returns junk never escapes
+    call(): it is logged, later items still reach it, and the result is the tool's."""
+    session = make_session(Scripted)
+    seen: list[str] = []
+
+    def sync_boom(p: Progress) -> None:
+        seen.append(p.message)
+        raise RuntimeError("host bug")
+
+    async def async_boom(p: Progress) -> None:
+        await anyio.lowlevel.checkpoint()
+        seen.append(p.message)
+        raise ValueError("async host bug")
+
+    def junk(p: Progress) -> int:
+        seen.append(p.message)
+        return 5
+
+    for callback in (sync_boom, async_boom, junk):
+        seen.clear()
+        caplog.clear()
+        result = await session.call(
+            "scripted", {"script": ["p:1", "p:2", "r:ok"]}, "c1", on_progress=callback
+        )
+        assert result.ok
+        assert result.text == "ok"
+        assert seen == ["1", "2"]
+        assert [r.getMessage() for r in caplog.records] == [
+            "the progress callback of scripted raised"
+        ] * 2
+    assert session.running == []
+
+
 async def test_blocking_call_of_broken_stream_is_an_error(make_session: Any) -> None:
     """In blocking mode, the stream contract is enforced just the same."""
     session = make_session(Scripted)

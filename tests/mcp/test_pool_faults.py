@@ -53,6 +53,10 @@ async def shared(
         yield Shared(session, pool, time.monotonic() - started)
 
 
+def _listed(session: Session) -> list[str]:
+    return [d["name"] for d in session.definitions("neutral")]
+
+
 async def _stats(session: Session) -> dict[str, int]:
     result = await session.call("mcp__f__stats", {})
     assert result.ok, result.text
@@ -210,7 +214,8 @@ async def test_server_exiting_mid_call_comes_back(
     fault_server: Callable[..., Any],
     eventually: Callable[..., Awaitable[None]],
 ) -> None:
-    """A server that exits mid-call: the call is ``unavailable``, tools leave, then return."""
+    """A server that exits mid-call: the call is ``unavailable``, tools leave the listing
+    (still answering ``unavailable``), then return."""
     session = host_session()
     async with MCPPool(session, {"f": fault_server(timeout=5000)}) as pool:
         version = session.external_version
@@ -218,9 +223,11 @@ async def test_server_exiting_mid_call_comes_back(
         assert result.error is not None
         assert result.error.kind == "unavailable"
         assert "'f'" in result.text
-        await eventually(lambda: "mcp__f__echo" not in session.external)
+        await eventually(lambda: "mcp__f__echo" not in _listed(session))
+        assert "mcp__f__echo" in session.external
         assert session.external_version > version
         await eventually(lambda: pool.servers["f"].connects == 2)
+        assert "mcp__f__echo" in _listed(session)
         assert (await session.call("mcp__f__echo", {"text": "back"})).text == "back"
 
 
@@ -252,12 +259,15 @@ async def test_offline_server_without_reconnect_stays_out(
         assert "closed the connection" in status.error
         await anyio.sleep(0.5)
         assert pool.servers["f"].connects == 1
-        assert not any(n.startswith("mcp__f__") for n in session.external)
+        assert not any(n.startswith("mcp__f__") for n in _listed(session))
+        assert "mcp__f__echo" in session.external
         later = await session.call("mcp__f__echo", {"text": "x"})
         assert later.error is not None
-        assert later.error.kind in {"unavailable", "not_found"}
+        assert later.error.kind == "unavailable"
+        assert "will not come back by itself" in later.text
         pool.reconnect("f")
         await eventually(lambda: pool.servers["f"].connects == 2)
+        assert "mcp__f__echo" in _listed(session)
         assert (await session.call("mcp__f__echo", {"text": "x"})).text == "x"
 
 
@@ -274,6 +284,7 @@ async def test_server_that_stops_answering_goes_offline_and_returns(
         assert frozen.error is not None
         assert frozen.error.kind == "timeout"
         await eventually(lambda: pool.servers["f"].state is not ServerState.ONLINE, within=5)
-        assert "mcp__f__echo" not in session.external
+        assert "mcp__f__echo" not in _listed(session)
         await eventually(lambda: pool.servers["f"].connects == 2, within=15)
+        assert "mcp__f__echo" in _listed(session)
         assert (await session.call("mcp__f__echo", {"text": "x"})).text == "x"

@@ -84,6 +84,10 @@ def _config(remote: Remote, **options: Any) -> ServerConfig:
     return ServerConfig.in_process(remote.server, **options)
 
 
+def _listed(session: Session) -> list[str]:
+    return [d["name"] for d in session.definitions("neutral")]
+
+
 async def test_pages_names_schemas_and_versions(host_session: Callable[..., Session]) -> None:
     """Every page of the list becomes a prefixed external tool; versions count the change."""
     remote = Remote([_tool(f"t{i}") for i in range(5)], page_size=2)
@@ -159,7 +163,8 @@ async def test_results_errors_and_progress(host_session: Callable[..., Session])
 
 
 async def test_names_prefixes_and_permissions() -> None:
-    """Odd remote names are made safe and short; prefixes and permissions come from config."""
+    """Odd remote names are made safe and short; one prefix (the server's, else the set's)
+    goes before them, configured names are used as given; permissions come from config."""
     long_name = "x" * 100
     remote = Remote(
         [
@@ -177,17 +182,34 @@ async def test_names_prefixes_and_permissions() -> None:
     async with MCPPool(session, servers):
         names = sorted(session.external)
         assert "ext_m__weird_name_with_spaces" in names
-        assert "ext_pretty" in names
-        assert "ext_p_ro__reader" in names
+        assert "pretty" in names
+        assert "p_ro__reader" in names
+        assert not any(n.startswith("ext_p_") for n in names)
         long = [n for n in names if "xxxx" in n]
-        assert len(long) == 2
-        assert all(len(n) <= 64 for n in long)
+        assert [n[:7] for n in long] == ["ext_m__", "p_ro__x"]
+        assert all(len(n) == 64 for n in long)
         assert session.external["ext_m__reader"].tool.read_only
-        assert not session.external["ext_pretty"].tool.read_only
-        assert session.external["ext_p_ro__renamed"].tool.read_only
+        assert not session.external["pretty"].tool.read_only
+        assert session.external["p_ro__renamed"].tool.read_only
         assert (await session.call("ext_m__weird_name_with_spaces", {"text": "w"})).text == (
             "weird.name with/spaces:w"
         )
+
+
+async def test_prefix_is_applied_once_whatever_sets_it() -> None:
+    """A prefix set both on the tool set and on a server is not doubled; an empty set
+    prefix turns it off; a configured name is used as given."""
+    remote = Remote([_tool("t"), _tool("u")])
+    session = ToolSet([], config=ToolSetConfig(external_prefix="mcp__")).session()
+    servers = {"m": _config(remote, prefix="mcp__", names={"u": "U"}), "n": _config(remote)}
+    async with MCPPool(session, servers):
+        assert sorted(session.external) == ["U", "mcp__m__t", "mcp__n__t", "mcp__n__u"]
+    bare = ToolSet([], config=ToolSetConfig(external_prefix="")).session()
+    async with MCPPool(bare, {"m": _config(remote)}):
+        assert sorted(bare.external) == ["m__t", "m__u"]
+    own = ToolSet([], config=ToolSetConfig(external_prefix="ext_")).session()
+    async with MCPPool(own, {"m": _config(remote)}, prefix="r_"):
+        assert sorted(own.external) == ["r_m__t", "r_m__u"]
 
 
 async def test_read_only_sets_take_only_read_only_remote_tools() -> None:
@@ -214,19 +236,29 @@ async def test_invalid_remote_schema_is_skipped(host_session: Callable[..., Sess
 async def test_missed_heartbeats_take_tools_out_until_reconnected(
     host_session: Callable[..., Session], eventually: Callable[..., Awaitable[None]]
 ) -> None:
-    """A server that stops answering goes offline (tools leave); it comes back when it answers."""
+    """A server that stops answering goes offline: its tools leave the listing but calls
+    to them answer ``unavailable`` with a hint; it comes back when it answers."""
     remote = Remote([_tool("t")])
     session = host_session()
     config = _config(remote, heartbeat_interval=50, timeout=200, connect_timeout=300)
     async with MCPPool(session, {"mem": config}) as pool:
         handle = session.external["mcp__mem__t"].tool
+        version, pool_version = session.external_version, pool.version
         remote.hang_lists = True
-        await eventually(lambda: "mcp__mem__t" not in session.external, within=5)
+        await eventually(lambda: "mcp__mem__t" not in _listed(session), within=5)
+        assert session.unlisted == {"mcp__mem__t"}
+        assert session.external["mcp__mem__t"].tool is handle
+        assert session.external_version == version + 1
+        assert pool.version == pool_version + 1
         assert pool.status("mem").state is not ServerState.ONLINE
+        assert pool.status("mem").tools == ()
+        assert "mcp__mem__t" in pool.tools
         assert "heartbeat" in (pool.status("mem").error or "")
         result = await session.call("mcp__mem__t", {"text": "x"})
         assert result.error is not None
-        assert result.error.kind in {"unavailable", "not_found"}
+        assert result.error.kind == "unavailable"
+        assert "MCP server 'mem' is" in result.text
+        assert "try again" in result.text
         assert handle.open_stream is not None
         with pytest.raises(ToolError) as info:
             await handle.open_stream(None, {"text": "x"}).__anext__()
@@ -234,7 +266,9 @@ async def test_missed_heartbeats_take_tools_out_until_reconnected(
         assert "MCP server 'mem' is" in info.value.message
         assert "try again" in info.value.message
         remote.hang_lists = False
-        await eventually(lambda: "mcp__mem__t" in session.external, within=10)
+        await eventually(lambda: "mcp__mem__t" in _listed(session), within=10)
+        assert session.unlisted == frozenset()
+        assert pool.status("mem").tools == ("mcp__mem__t",)
         assert pool.status("mem").connects == 2
         assert (await session.call("mcp__mem__t", {"text": "y"})).text == "t:y"
 

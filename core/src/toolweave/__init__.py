@@ -5,7 +5,7 @@ hand the model one well-described tool list; remote MCP tools join the same set.
 """
 
 from toolweave._erasure import ErasedTool
-from toolweave._expr import Expression, ExpressionError, SetView, ToolFacts, compile_expression
+from toolweave._expr import Expression, SetView, ToolFacts, compile_expression
 from toolweave._guards import Guard, read_only_guard
 from toolweave._merge import BuildReport, SkippedEntry
 from toolweave._process import kill_process_group, process_group
@@ -18,6 +18,7 @@ from toolweave.errors import (
     ConfigIssue,
     DuplicateToolError,
     ErrorKind,
+    ExpressionError,
     MissingResourceError,
     PackLoadError,
     ToolError,

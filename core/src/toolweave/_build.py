@@ -190,7 +190,7 @@ class _Planner:
         return out
 
     def external_entries(self, external: ExternalTools) -> list[Candidate[ErasedTool]]:
-        prefix = self.config.external_prefix
+        prefix = self.config.external_prefix or ""
         if isinstance(external, Mapping):
             pairs = list(external.items())
         else:

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, final
 
-from toolweave.errors import UsageError
+from toolweave.errors import ExpressionError
 from toolweave.tool import Kind
 
 if TYPE_CHECKING:
@@ -56,22 +56,6 @@ __all__ = [
     "ToolFacts",
     "compile_expression",
 ]
-
-
-class ExpressionError(UsageError, ValueError):
-    """A dependency expression is malformed.
-
-    Attributes:
-        text: The whole expression.
-        position: Offset of the offending character in ``text``.
-        reason: What is wrong there.
-    """
-
-    def __init__(self, text: str, position: int, reason: str) -> None:
-        self.text = text
-        self.position = position
-        self.reason = reason
-        super().__init__(f"{reason} at column {position + 1} of {text!r}")
 
 
 # -- the configured set, as expressions see it ------------------------------------------

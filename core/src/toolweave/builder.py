@@ -10,7 +10,12 @@ from toolweave._build import ExternalTools, RemoteEntries, plan_build, raise_for
 from toolweave._erasure import ErasedTool, erase
 from toolweave.errors import ConfigError, ConfigIssue
 from toolweave.registry import ExecutionRegistry
-from toolweave.reminders import Reminder, register_reminder, register_tool_reminders
+from toolweave.reminders import (
+    Reminder,
+    ToolReminder,
+    register_reminder,
+    register_tool_reminders,
+)
 from toolweave.tool import Tool
 from toolweave.toolset import ToolSet
 
@@ -48,6 +53,8 @@ class ToolSetBuilder:
         """Origin recorded for registrations; the pack loader sets it per pack."""
         self.reminders: list[Any] = []
         """Registered reminders; a build keeps those whose ``requires`` expression holds."""
+        self._reminder_origins: dict[str, str] = {}
+        """Reminder id → origin, for the cross-tool reminders added with :meth:`add_reminder`."""
 
     def add(self, tool: ToolLike, *, origin: str | None = None) -> ErasedTool:
         """Register one tool (an instance, a class, or an already erased handle).
@@ -72,12 +79,36 @@ class ToolSetBuilder:
             UsageError: Another reminder has the same id.
             TypeError: The object is not a :class:`~toolweave.reminders.Reminder`.
         """
-        return register_reminder(self.reminders, reminder)
+        rem = register_reminder(self.reminders, reminder)
+        self._reminder_origins[rem.id] = self.origin
+        return rem
 
     def add_all(self, tools: Iterable[ToolLike], *, origin: str | None = None) -> None:
         """Register several tools."""
         for t in tools:
             self.add(t, origin=origin)
+
+    def remove_origin(self, origin: str) -> list[str]:
+        """Remove everything ``origin`` registered (the pack loader does this for a pack
+        that fails in a hook): its tools, the reminders those tools declare (unless a
+        remaining tool declares them too) and its cross-tool reminders.
+
+        Returns:
+            The fully qualified ids of the tools removed.
+        """
+        removed = self.registry.remove_origin(origin)
+        present = self.registry.__contains__
+        kept: list[Any] = []
+        for rem in self.reminders:
+            if isinstance(rem, ToolReminder):
+                if not rem.keep_tools(present):
+                    continue
+            elif self._reminder_origins.get(rem.id) == origin:
+                del self._reminder_origins[rem.id]
+                continue
+            kept.append(rem)
+        self.reminders[:] = kept
+        return removed
 
     def build(
         self,

@@ -130,8 +130,10 @@ class ToolSetConfig(BaseModel):
     reminders: bool = True
     """Whether reminders run after calls."""
 
-    external_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,32}$")
-    """Prepended to the client-visible name of every external (MCP) tool."""
+    external_prefix: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{0,32}$")
+    """Put once before the client-visible name of every external tool, unless its
+    source sets its own (an MCP server's or pool's ``prefix``). Unset (``None``): MCP
+    tools get ``mcp__``, other external tools no prefix; ``""``: no prefix at all."""
 
     timeout: float | None = Field(default=None, gt=0)
     """Default seconds a local tool may run when neither the entry nor the tool sets one

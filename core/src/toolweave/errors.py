@@ -7,8 +7,13 @@ Every exception toolweave raises derives from one base::
     │                        CallResult.error, raised only by tools themselves
     ├── UsageError           the host used the API wrongly (duplicate tool, unknown
     │   │                    session state, ...)
-    │   ├── DuplicateToolError   two registrations share one fully qualified id
-    │   └── MissingResourceError a required resource was not provided
+    │   ├── DuplicateToolError      two registrations share one fully qualified id
+    │   ├── MissingResourceError    a required resource was not provided (also a
+    │   │                           LookupError)
+    │   ├── ExpressionError         a dependency expression is malformed (also a
+    │   │                           ValueError)
+    │   └── UnsupportedSchemaError  a tool's argument schema cannot be expressed in
+    │                               a provider's definition format
     ├── ConfigError          a tool-set configuration has problems; holds every
     │                        ConfigIssue found, not only the first
     └── PackLoadError        a pack failed to import or raised in a hook
@@ -29,10 +34,12 @@ __all__ = [
     "ConfigIssue",
     "DuplicateToolError",
     "ErrorKind",
+    "ExpressionError",
     "MissingResourceError",
     "PackLoadError",
     "ToolError",
     "ToolweaveError",
+    "UnsupportedSchemaError",
     "UsageError",
 ]
 
@@ -142,6 +149,44 @@ class MissingResourceError(UsageError, LookupError):
         )
 
 
+class ExpressionError(UsageError, ValueError):
+    """A dependency expression is malformed.
+
+    Attributes:
+        text: The whole expression.
+        position: Offset of the offending character in ``text``.
+        reason: What is wrong there.
+    """
+
+    def __init__(self, text: str, position: int, reason: str) -> None:
+        self.text = text
+        self.position = position
+        self.reason = reason
+        super().__init__(f"{reason} at column {position + 1} of {text!r}")
+
+
+class UnsupportedSchemaError(UsageError):
+    """A tool's argument schema cannot be expressed in a provider's format.
+
+    Raised when definitions are rendered, so a host learns about it before the model
+    sees a broken listing.
+
+    Attributes:
+        tool: The client-visible name of the tool.
+        format: The format being rendered (``openai-strict``, ``gemini``, ...).
+        path: Where in the schema the problem is (``properties.env``), ``""`` at the root.
+        reason: What cannot be expressed, and what to change.
+    """
+
+    def __init__(self, tool: str, format: str, path: str, reason: str) -> None:
+        self.tool = tool
+        self.format = format
+        self.path = path
+        self.reason = reason
+        where = f" at {path}" if path else ""
+        super().__init__(f"tool {tool!r} cannot be rendered as {format}{where}: {reason}")
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigIssue:
     """One problem found while validating a tool-set configuration.
@@ -167,9 +212,12 @@ class ConfigIssue:
     def __str__(self) -> str:
         where = f" at {self.path}" if self.path else ""
         who = f"{self.tool_id}: " if self.tool_id else ""
-        extra = ""
-        if self.expected is not None or self.actual is not None:
-            extra = f" (expected {self.expected!r}, got {self.actual!r})"
+        parts = []
+        if self.expected is not None:
+            parts.append(f"expected {self.expected!r}")
+        if self.actual is not None:
+            parts.append(f"got {self.actual!r}")
+        extra = f" ({', '.join(parts)})" if parts else ""
         return f"[{self.tag}] {who}{self.message}{where}{extra}"
 
 

@@ -175,6 +175,17 @@ class ToolReminder(Reminder):
         if fqid in self.tools:
             return
         self.tools.append(fqid)
+        self._update_requires()
+
+    def keep_tools(self, present: Callable[[str], bool]) -> bool:
+        """Forget the declaring tools for which ``present`` is false (they were removed
+        from the builder); ``True`` when any declaring tool is left."""
+        self.tools = [t for t in self.tools if present(t)]
+        if self.tools:
+            self._update_requires()
+        return bool(self.tools)
+
+    def _update_requires(self) -> None:
         present = " or ".join(f"tool:{t}" for t in self.tools)
         own = self.inner.requires
         self.requires = f"({present}) and ({own})" if own else present

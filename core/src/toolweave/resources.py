@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from toolweave.errors import MissingResourceError
+from toolweave.errors import ErrorKind, MissingResourceError, ToolError
 
 __all__ = ["Environment", "Resources", "Workspace"]
 
@@ -115,14 +115,119 @@ class Resources:
 class Workspace:
     """The folder a session works in; file and command tools stay inside it.
 
+    :meth:`resolve` turns a path a model sent into a real location inside the root:
+    relative to the root or absolute, resolved first (``..`` and every symbolic link
+    followed, also links in parent directories and, for a path that does not exist
+    yet, in its nearest existing parent) and only then compared with the root, so no
+    spelling and no link leads outside. :meth:`relative` shows such a location to the
+    model again.
+
     Attributes:
         root: The workspace root, absolute and with symbolic links resolved.
+
+    Example:
+        >>> ws = Workspace(Path("/srv/project"))
+        >>> ws.resolve("src/../README.md")
+        PosixPath('/srv/project/README.md')
+        >>> ws.relative(ws.resolve("/srv/project/src/app.py"))
+        'src/app.py'
     """
 
     root: Path
+    _text: str = field(init=False, repr=False, compare=False)
+    """The root as a string (``os.path`` on strings is several times cheaper than
+    :mod:`pathlib` on a call's path)."""
+    _prefix: str = field(init=False, repr=False, compare=False)
+    """The root with one trailing separator: what every path inside starts with."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "root", Path(self.root).resolve())
+        text = os.path.realpath(self.root)
+        object.__setattr__(self, "root", Path(text))
+        object.__setattr__(self, "_text", text)
+        object.__setattr__(self, "_prefix", text.rstrip(os.sep) + os.sep)
+
+    def resolve(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        must_exist: bool = False,
+        follow_final_link: bool = True,
+    ) -> Path:
+        """The location inside the root that ``path`` names.
+
+        Args:
+            path: Relative to the root, or absolute; ``""`` and ``"."`` name the root.
+            must_exist: Fail with ``not_found`` when nothing is there.
+            follow_final_link: Follow a symbolic link in the last component (the
+                default: the location is where the link leads). ``False`` is for tools
+                that act on the entry itself, such as deleting or moving a link: the
+                result is the link, in its real parent directory, and what it leads to
+                must still be inside the root.
+
+        Returns:
+            An absolute path inside the root (or the root itself).
+
+        Raises:
+            ToolError: ``permission_denied`` when the path, or a link on its way, leads
+                outside the root; ``not_found`` (with ``must_exist``) when nothing is
+                there; ``invalid_params`` when the text cannot be a path (a NUL byte).
+        """
+        asked = os.fspath(path)
+        if "\x00" in asked:
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS, f"the path {asked!r} contains a NUL character"
+            )
+        joined = os.path.join(self._text, asked)
+        if not follow_final_link:
+            parent, name = os.path.split(joined)
+            if name not in ("", ".", ".."):
+                entry = os.path.join(self._inside(parent, asked), name)
+                if os.path.islink(entry):
+                    self._inside(entry, asked)
+                if must_exist and not os.path.lexists(entry):
+                    raise self._missing(asked)
+                return Path(entry)
+        real = self._inside(joined, asked)
+        if must_exist and not os.path.exists(real):
+            raise self._missing(asked)
+        return Path(real)
+
+    def relative(self, path: str | os.PathLike[str]) -> str:
+        """How a location inside the root is shown to the model: relative to the root,
+        with ``/`` separators, ``"."`` for the root itself. A location outside the root
+        is returned as it is."""
+        text = os.fspath(path)
+        if text == self._text:
+            return "."
+        if text.startswith(self._prefix):
+            text = text[len(self._prefix) :]
+        return text.replace(os.sep, "/") if os.sep != "/" else text
+
+    def contains(self, path: str | os.PathLike[str]) -> bool:
+        """Whether an absolute, already resolved path is the root or lies below it."""
+        text = os.fspath(path)
+        return text == self._text or text.startswith(self._prefix)
+
+    def _inside(self, joined: str, asked: str) -> str:
+        """``joined`` with every link followed, or ``permission_denied`` outside."""
+        try:
+            real = os.path.realpath(joined)
+        except (OSError, ValueError) as exc:
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS, f"the path `{asked}` cannot be resolved: {exc}"
+            ) from exc
+        if real == self._text or real.startswith(self._prefix):
+            return real
+        how = "leads" if self.contains(os.path.normpath(joined)) else "is"
+        link = " through a symbolic link" if how == "leads" else ""
+        raise ToolError(
+            ErrorKind.PERMISSION_DENIED,
+            f"`{asked}` {how} outside the workspace ({self._text}){link}; "
+            "only paths inside the workspace can be used",
+        )
+
+    def _missing(self, asked: str) -> ToolError:
+        return ToolError(ErrorKind.NOT_FOUND, f"`{asked}` does not exist in the workspace")
 
 
 @dataclass(frozen=True, slots=True)

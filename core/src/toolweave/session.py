@@ -85,6 +85,7 @@ class Session:
         "_reminders",
         "_running",
         "_state",
+        "_unlisted",
         "debug",
         "default_timeout",
         "external_timeout",
@@ -126,6 +127,7 @@ class Session:
         self._inline: bool | None = None
         """Run a call's first step inline (asyncio); found out on the first call."""
         self._external: dict[str, ToolEntry] = {}
+        self._unlisted: set[str] = set()
         self._listing: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         self.external_version = 0
         """Bumped on every change of the external tools; hosts can watch it."""
@@ -243,10 +245,10 @@ class Session:
     ) -> list[dict[str, Any]]:
         """Definitions of the tools to send to the model, in a provider's ``format``.
 
-        Built-in tools come first in configured order, then external tools sorted by
-        client name, so the listing is byte-stable for prompt caches. The list is
-        rendered once per format (and external-tool version) and shared: treat it as
-        read-only.
+        Built-in tools come first in configured order, then the listed external tools
+        sorted by client name (see :meth:`set_listed`), so the listing is byte-stable for
+        prompt caches. The list is rendered once per format (and external-tool version)
+        and shared: treat it as read-only.
         """
         base = self.toolset.definitions(format)
         if not include_external or not self._external:
@@ -256,7 +258,10 @@ class Session:
         if cached is None:
             from toolweave.formats import render
 
-            extra = [self._external[n].definition for n in sorted(self._external)]
+            hidden = self._unlisted
+            extra = [
+                self._external[n].definition for n in sorted(self._external) if n not in hidden
+            ]
             cached = base + render(extra, format)
             self._listing[key] = cached
         return cached
@@ -272,20 +277,31 @@ class Session:
 
     # -- external tools -------------------------------------------------------------
 
-    def register_external(self, tool: ErasedTool, *, name: str | None = None) -> ToolEntry:
+    def register_external(
+        self, tool: ErasedTool, *, name: str | None = None, prefix: str | None = None
+    ) -> ToolEntry:
         """Add a JSON-only tool (see :func:`toolweave.external.external_tool`) at run time.
+
+        Every external tool's client-visible name is one prefix followed by its name,
+        the prefix applied exactly once, here: ``prefix`` when given, else the set's
+        ``external_prefix`` (nothing when the configuration sets none). ``prefix=""``
+        takes ``name`` as given. The MCP pool names a remote tool ``<server>__<tool>``
+        and passes its prefix (the server's ``prefix``, else the pool's, else the set's
+        ``external_prefix``, else ``mcp__``); a name from a server's ``names`` map is
+        passed with ``prefix=""``, so it is used exactly as configured.
 
         Args:
             tool: The erased handle.
-            name: The name before the set's ``external_prefix`` (default: the tool's id);
-                the returned entry's ``name`` is the client-visible one.
+            name: The name after the prefix (default: the tool's id); the returned
+                entry's ``name`` is the client-visible one.
+            prefix: The prefix to use instead of the set's ``external_prefix``.
 
         Raises:
             UsageError: The name is taken by a built-in tool (external tools never
                 shadow them) or by another external tool, or the set is read-only and
                 the tool is not.
         """
-        entry = self.toolset.external_entry(tool, name)
+        entry = self.toolset.external_entry(tool, name, prefix=prefix)
         client = entry.name
         if client in self.toolset._by_name:
             raise UsageError(f"external tool name {client!r} is taken by a built-in tool")
@@ -299,6 +315,28 @@ class Session:
         """Remove an external tool by client name; ``True`` when it was there."""
         if self._external.pop(name, None) is None:
             return False
+        self._unlisted.discard(name)
+        self._external_changed()
+        return True
+
+    def set_listed(self, name: str, listed: bool) -> bool:
+        """Show or hide the external tool ``name`` in :meth:`definitions`.
+
+        A hidden tool stays registered and callable: what a call returns is up to its
+        handle (the MCP pool hides an offline server's tools, whose calls answer
+        ``unavailable`` with a hint, and shows them again once it is back). A change
+        bumps :attr:`external_version`; setting what already holds changes nothing.
+
+        Returns:
+            ``True`` when the listing changed; ``False`` when it already was so, or
+            there is no external tool ``name``.
+        """
+        if name not in self._external or (name not in self._unlisted) == listed:
+            return False
+        if listed:
+            self._unlisted.discard(name)
+        else:
+            self._unlisted.add(name)
         self._external_changed()
         return True
 
@@ -308,8 +346,13 @@ class Session:
 
     @property
     def external(self) -> dict[str, ToolEntry]:
-        """The external tools by client name (a copy)."""
+        """The external tools by client name, listed or not (a copy)."""
         return dict(self._external)
+
+    @property
+    def unlisted(self) -> frozenset[str]:
+        """Client names of the external tools left out of the listing (still callable)."""
+        return frozenset(self._unlisted)
 
     # -- calling ------------------------------------------------------------------
 
@@ -317,7 +360,7 @@ class Session:
         return self.toolset._by_name.get(name) or self._external.get(name)
 
     def _unknown(self, name: str, call_id: str | None) -> CallResult:
-        names = self.toolset.names + sorted(self._external)
+        names = self.toolset.names + sorted(set(self._external) - self._unlisted)
         shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
         return failure(
             ErrorKind.NOT_FOUND,
@@ -344,7 +387,9 @@ class Session:
             name: The client-visible tool name.
             arguments: The arguments as the model sent them.
             call_id: The model's id for the call; needed to :meth:`cancel` it.
-            on_progress: Called with each progress item of a streaming tool.
+            on_progress: Called with each progress item of a streaming tool (a plain or
+                an async function). One that raises is logged (``toolweave`` logger)
+                and the call goes on: it is still called with the later items.
 
         Returns:
             The result; failures carry an error and never raise.

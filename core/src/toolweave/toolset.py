@@ -272,18 +272,23 @@ class ToolSet:
             )
         return self._renderer.render_strict(text)
 
-    def external_entry(self, tool: ErasedTool, name: str | None = None) -> ToolEntry:
+    def external_entry(
+        self, tool: ErasedTool, name: str | None = None, *, prefix: str | None = None
+    ) -> ToolEntry:
         """The entry of an external tool joining a session of this set.
 
-        The client-visible name is the set's ``external_prefix`` followed by ``name``
-        (default: the tool's id); the deadline is the tool's own, else the set's
-        ``external_timeout``.
+        The client-visible name is one prefix followed by ``name`` (default: the tool's
+        id): ``prefix`` when given, else the set's ``external_prefix`` (see
+        :meth:`Session.register_external <toolweave.Session.register_external>`). The
+        deadline is the tool's own, else the set's ``external_timeout``.
 
         Raises:
             UsageError: The set is in ``read_only`` mode and the tool is not read-only.
         """
         config = self.config
-        client = config.external_prefix + (name or tool.id)
+        if prefix is None:
+            prefix = config.external_prefix or ""
+        client = prefix + (name or tool.id)
         if config.mode == "read_only" and not tool.read_only:
             from toolweave.errors import UsageError
 

@@ -5,31 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolweave.errors import UsageError
+from toolweave.errors import UnsupportedSchemaError
 
 __all__ = ["UnsupportedSchemaError", "is_nullable", "resolve_ref", "split_nullable"]
-
-
-class UnsupportedSchemaError(UsageError):
-    """A tool's argument schema cannot be expressed in a provider's format.
-
-    Raised when definitions are rendered, so a host learns about it before the model
-    sees a broken listing.
-
-    Attributes:
-        tool: The client-visible name of the tool.
-        format: The format being rendered (``openai-strict``, ``gemini``, ...).
-        path: Where in the schema the problem is (``properties.env``), ``""`` at the root.
-        reason: What cannot be expressed, and what to change.
-    """
-
-    def __init__(self, tool: str, format: str, path: str, reason: str) -> None:
-        self.tool = tool
-        self.format = format
-        self.path = path
-        self.reason = reason
-        where = f" at {path}" if path else ""
-        super().__init__(f"tool {tool!r} cannot be rendered as {format}{where}: {reason}")
 
 
 def resolve_ref(root: Mapping[str, Any], ref: str) -> dict[str, Any]:

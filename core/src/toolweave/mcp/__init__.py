@@ -4,8 +4,8 @@ Needs the optional extra: ``pip install 'toolweave[mcp]'``.
 
 Client side: :class:`MCPPool` keeps long-lived connections (stdio, streamable HTTP)
 to the servers of a configuration (:func:`load_servers`) and turns their tools into
-external tools of a session, named ``<prefix><server>__<tool>`` (the prefix is the
-tool set's ``external_prefix``, else ``mcp__``)::
+external tools of a session, named ``<prefix><server>__<tool>`` (one prefix: the
+server's, else the pool's, else the tool set's ``external_prefix``, else ``mcp__``)::
 
     async with MCPPool(session, config_path="mcp.json"):
         result = await session.call("mcp__time__get_current_time", {"timezone": "UTC"})

@@ -90,9 +90,12 @@ class ServerConfig(BaseModel):
     """How many times a call is retried after a transient failure (the server was
     reconnecting, or the connection dropped under an idempotent or read-only tool)."""
     prefix: str | None = None
-    """Client-name prefix for this server's tools (default: the pool's prefix)."""
+    """Client-name prefix for this server's tools (``<prefix><server>__<tool>``), in place
+    of the pool's (default: the pool's, which defaults to the tool set's
+    ``external_prefix``, else ``mcp__``)."""
     names: dict[str, str] = Field(default_factory=dict)
-    """Client names for individual remote tools (remote name → client name)."""
+    """Client names for individual remote tools (remote name → client name), used as
+    given: no prefix is put before them."""
     mode: Literal["auto", "legacy", "2026-07-28"] = "auto"
     """Protocol era: ``auto`` negotiates (2026-07-28, else the 2025 handshake);
     ``legacy`` forces the handshake; ``2026-07-28`` skips negotiation."""

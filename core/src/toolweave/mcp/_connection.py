@@ -52,7 +52,8 @@ class ServerState(enum.StrEnum):
     ONLINE = "online"
     """Connected; its tools are listed."""
     OFFLINE = "offline"
-    """Failed or stopped answering; its tools are not listed."""
+    """Failed or stopped answering; its tools are not listed, and calls to them answer
+    ``unavailable``."""
     STOPPED = "stopped"
     """Removed from the pool, or the pool is closed."""
 
@@ -64,7 +65,8 @@ class ServerStatus:
     Attributes:
         id: The server id from the configuration.
         state: The connection state.
-        tools: Client names of the server's tools in the session, sorted.
+        tools: Client names of the server's tools in the session's listing, sorted
+            (none while the server is offline).
         error: Why the server is offline (or the last failure), if any.
         protocol_version: The negotiated protocol version while connected.
         group: The configured group label.
@@ -178,8 +180,9 @@ class ServerConnection:
     """A configured server, supervised: connect, sync its tools, watch it, reconnect.
 
     Runs as one task of the pool. A failure is never raised to the pool: the server
-    goes offline, its tools leave the session's listing, and (with ``auto_reconnect``)
-    it is reconnected with exponential backoff.
+    goes offline, its tools leave the session's listing (calls to them answer
+    ``unavailable`` with a hint), and (with ``auto_reconnect``) it is reconnected with
+    exponential backoff; once it is back, its tools are listed again.
     """
 
     def __init__(self, pool: MCPPool, server_id: str, config: ServerConfig) -> None:
@@ -323,6 +326,7 @@ class ServerConnection:
                     self.state = ServerState.ONLINE
                     self.error = None
                     self.connects += 1
+                    self.pool._server_online(self)
                     self._online.set()
                     self.settled.set()
                     logger.info("MCP server %r online (%s)", self.id, client.protocol_version)

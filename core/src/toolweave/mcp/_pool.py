@@ -19,7 +19,7 @@ from toolweave.errors import ConfigError, UsageError
 from toolweave.mcp._config import ServerConfig, load_servers
 from toolweave.mcp._connection import ServerConnection, ServerState, ServerStatus, describe
 from toolweave.mcp._forward import remote_tool
-from toolweave.mcp._names import DEFAULT_PREFIX, MAX_NAME, client_name, fit
+from toolweave.mcp._names import DEFAULT_PREFIX, MAX_NAME, client_name, fit, sanitize
 from toolweave.mcp._reload import watch_file
 
 if TYPE_CHECKING:
@@ -48,9 +48,7 @@ class RemoteToolInfo:
 @dataclass(slots=True)
 class _Registered:
     name: str
-    """The client-visible name (after the set's ``external_prefix``)."""
-    base: str
-    """The name the pool asked for (before the set's ``external_prefix``)."""
+    """The client-visible name."""
     fingerprint: str
 
 
@@ -72,17 +70,20 @@ class MCPPool:
     """Long-lived connections to MCP servers whose tools join a session.
 
     Each remote tool becomes an external tool of ``session`` under the client name
-    ``<prefix><server>__<tool>`` (or a configured name), with the server's input
-    schema; arguments are validated against it before any request is sent. The
-    prefix is the tool set's ``external_prefix`` (which the session puts before every
-    external tool); when the set has none, the pool uses ``mcp__``. A name taken by a
-    built-in tool (or another external tool) is never shadowed: the tool gets the
-    default name instead, or a numbered one, as reported in :attr:`ServerStatus.renamed`.
-    The pool
-    keeps the tools in sync (``tools/list_changed``, reconnects, periodic polling),
-    watches each server (heartbeats), takes an offline server's tools out of the
-    listing and reconnects with backoff. With ``config_path`` it also follows edits
-    of the server file.
+    ``<prefix><server>__<tool>``, with the server's input schema; arguments are
+    validated against it before any request is sent. One prefix is applied, by the
+    session: the server's ``prefix``, else the pool's, else the tool set's
+    ``external_prefix``, else ``mcp__``. A client name from a server's ``names`` map is
+    used as given, without a prefix. A name taken by a built-in tool (or another
+    external tool) is never shadowed: the tool gets the default name instead, or a
+    numbered one, as reported in :attr:`ServerStatus.renamed`.
+
+    The pool keeps the tools in sync (``tools/list_changed``, reconnects, periodic
+    polling) and watches each server (heartbeats). An offline server's tools leave the
+    listing but stay callable: a call answers ``unavailable`` with a hint (reconnecting,
+    or gone for good). With ``auto_reconnect`` the pool reconnects with backoff and the
+    tools are listed again. With ``config_path`` it also follows edits of the server
+    file.
 
     Use it as an async context manager; entering opens every server concurrently and
     returns once each has connected or failed (each within its connect timeout)::
@@ -95,9 +96,9 @@ class MCPPool:
         servers: Server configurations by id (see :func:`~toolweave.mcp.parse_servers`).
         config_path: A server file (JSON or TOML); read at start and watched for
             changes while ``watch`` is on. Combined with ``servers`` (ids must differ).
-        prefix: Client-name prefix of the pool's own, put after the set's
-            ``external_prefix`` (default: ``""`` when the set has an
-            ``external_prefix``, else ``"mcp__"``). A server's own ``prefix`` wins.
+        prefix: Client-name prefix of the pool's servers' tools, in place of the set's
+            ``external_prefix`` (default: that, else ``"mcp__"``). A server's own
+            ``prefix`` wins over both.
         watch: Follow edits of ``config_path``.
         reload_interval: Seconds between checks of ``config_path``.
     """
@@ -115,8 +116,9 @@ class MCPPool:
         self.session = session
         self.config_path = Path(config_path) if config_path is not None else None
         if prefix is None:
-            prefix = "" if session.toolset.config.external_prefix else DEFAULT_PREFIX
-        self.prefix: str = prefix
+            prefix = session.toolset.config.external_prefix
+        self.prefix: str = DEFAULT_PREFIX if prefix is None else prefix
+        """The prefix of the client names of the servers' tools (a server's own wins)."""
         self.watch = watch
         self.reload_interval = reload_interval
         self.version = 0
@@ -324,7 +326,9 @@ class MCPPool:
         """
         conn = self._connections.get(server_id)
         config = self._configs[server_id]
-        tools = tuple(sorted(r.name for r in self._records.get(server_id, {}).values()))
+        hidden = self.session.unlisted
+        records = self._records.get(server_id, {}).values()
+        tools = tuple(sorted(r.name for r in records if r.name not in hidden))
         skipped = dict(self._skipped.get(server_id, {}))
         renamed = dict(self._renamed.get(server_id, {}))
         if conn is None:
@@ -353,17 +357,21 @@ class MCPPool:
 
     @property
     def tools(self) -> dict[str, RemoteToolInfo]:
-        """The remote tools currently in the session, by client name."""
+        """The remote tools currently in the session, by client name (an offline
+        server's included: they are callable but not listed)."""
         return dict(self._by_name)
 
     # -- the session's external tools ---------------------------------------------------
 
     def _prefix_for(self, conn: ServerConnection) -> str:
-        return conn.config.prefix if conn.config.prefix is not None else self.prefix
+        prefix = conn.config.prefix if conn.config.prefix is not None else self.prefix
+        return sanitize(prefix) if prefix else ""
 
     def _register(
         self, conn: ServerConnection, tool: types.Tool, keep: str | None
     ) -> _Registered | None:
+        """Add ``tool`` to the session: under ``keep`` (its client name before an update)
+        or its configured name, both as given, else under the default name."""
         sid = conn.id
         skipped = self._skipped.setdefault(sid, {})
         try:
@@ -377,19 +385,22 @@ class MCPPool:
         except UsageError as exc:
             skipped[tool.name] = str(exc)
             return None
-        limit = MAX_NAME - len(self.session.toolset.config.external_prefix)
-        default = client_name(self._prefix_for(conn), sid, tool.name, limit)
-        wanted = conn.config.names.get(tool.name) or keep or default
-        candidates = list(dict.fromkeys([wanted, default]))
-        candidates += [fit(f"{default}_{i}", limit) for i in range(2, 10)]
+        prefix = self._prefix_for(conn)
+        limit = MAX_NAME - len(prefix)
+        default = client_name("", sid, tool.name, limit)
+        given = conn.config.names.get(tool.name) or keep
+        wanted = prefix + default if given is None else given
+        candidates = [(given, "")] if given is not None else []
+        candidates += [(default, prefix)]
+        candidates += [(fit(f"{default}_{i}", limit), prefix) for i in range(2, 10)]
         reason = ""
-        for base in candidates:
+        for base, part in candidates:
             try:
-                entry = self.session.register_external(erased, name=base)
+                entry = self.session.register_external(erased, name=base, prefix=part)
             except UsageError as exc:
                 reason = str(exc)
                 continue
-            if base != wanted:
+            if entry.name != wanted:
                 self._renamed.setdefault(sid, {})[tool.name] = entry.name
                 logger.warning(
                     "MCP server %r: tool %r is listed as %r (%s)",
@@ -401,7 +412,7 @@ class MCPPool:
             else:
                 self._renamed.get(sid, {}).pop(tool.name, None)
             self._by_name[entry.name] = RemoteToolInfo(entry.name, sid, tool.name)
-            return _Registered(entry.name, base, _fingerprint(tool))
+            return _Registered(entry.name, _fingerprint(tool))
         skipped[tool.name] = f"no free client name ({reason})"
         return None
 
@@ -431,7 +442,7 @@ class MCPPool:
                 continue
             keep = None
             if old is not None:
-                keep = old.base
+                keep = old.name
                 self._unregister(records.pop(remote).name)
             skipped.pop(remote, None)
             record = self._register(conn, tool, keep)
@@ -449,6 +460,20 @@ class MCPPool:
         if records:
             self.version += 1
 
+    def _set_listed(self, server_id: str, listed: bool) -> None:
+        changed = False
+        for record in self._records.get(server_id, {}).values():
+            changed = self.session.set_listed(record.name, listed) or changed
+        if changed:
+            self.version += 1
+
     def _server_offline(self, conn: ServerConnection) -> None:
+        """Take an offline server's tools out of the listing; calls to them stay possible
+        and answer ``unavailable`` with a hint until the server is back."""
         if self._connections.get(conn.id) is conn:
-            self._drop_tools(conn.id)
+            self._set_listed(conn.id, False)
+
+    def _server_online(self, conn: ServerConnection) -> None:
+        """List a (re)connected server's tools again."""
+        if self._connections.get(conn.id) is conn:
+            self._set_listed(conn.id, True)

@@ -59,10 +59,16 @@ class PackInfo:
 
     @property
     def origin(self) -> str:
-        """How registrations from this pack are labelled (``fs (toolweave-fs 0.1.0)``)."""
-        if self.dist:
-            return f"pack {self.name} ({self.dist} {self.version})"
-        return f"pack {self.name}"
+        """How registrations from this pack are labelled (``pack fs (toolweave-fs 0.1.0)``)."""
+        label = self.dist_label
+        return f"pack {self.name} ({label})" if label else f"pack {self.name}"
+
+    @property
+    def dist_label(self) -> str | None:
+        """The distribution with its version (``toolweave-fs 0.1.0``), or ``None``."""
+        if not self.dist:
+            return None
+        return f"{self.dist} {self.version}" if self.version else self.dist
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able summary."""
@@ -152,9 +158,7 @@ class PackManager:
         return info
 
     def _fail(self, info: PackInfo, exc: BaseException, stage: str) -> None:
-        error = PackLoadError(
-            info.name, f"{info.dist} {info.version}" if info.dist else None, exc, stage
-        )
+        error = PackLoadError(info.name, info.dist_label, exc, stage)
         info.status = "failed"
         info.error = error
         if self.strict:
@@ -198,7 +202,8 @@ class PackManager:
     def register_tools(self, builder: ToolSetBuilder) -> None:
         """Call every loaded pack's ``register_tools`` (then ``register_reminders``).
 
-        A pack that raises is marked failed and everything it registered is removed.
+        A pack that raises is marked failed and everything it registered (tools and
+        reminders) is removed.
         """
         for hook in ("register_tools", "register_reminders"):
             for info, call in self._each(hook, {"builder": builder}):
@@ -206,7 +211,7 @@ class PackManager:
                 try:
                     call()
                 except Exception as exc:
-                    removed = builder.registry.remove_origin(info.origin)
+                    removed = builder.remove_origin(info.origin)
                     info.tools = [t for t in info.tools if t not in removed]
                     self._fail(info, exc, hook)
                     self.pm.unregister(name=info.name)
@@ -229,7 +234,7 @@ class PackManager:
             try:
                 call()
             except Exception as exc:
-                error = PackLoadError(info.name, info.dist, exc, "provide_resources")
+                error = PackLoadError(info.name, info.dist_label, exc, "provide_resources")
                 if self.strict:
                     raise error from exc
                 logger.warning("%s", error)

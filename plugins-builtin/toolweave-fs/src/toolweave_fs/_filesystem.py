@@ -20,7 +20,8 @@ class FileSystem:
     A path is relative to the root or absolute. It is resolved first (``..`` and every
     symbolic link followed, also links in parent directories and, for a path that does
     not exist yet, in its nearest existing parent) and only then compared with the
-    root, so no spelling and no link leads outside.
+    root, so no spelling and no link leads outside; the rules are those of
+    :meth:`toolweave.Workspace.resolve`.
 
     The pack puts one into every session's resources (built from the session's
     :class:`~toolweave.Workspace`); a host that inserts its own instance, or a subclass,
@@ -31,25 +32,31 @@ class FileSystem:
         fsync: Flush written files to disk before they replace the old ones, so a
             crash leaves either the old or the new content, never an empty file.
 
+    Attributes:
+        workspace: The confinement every path goes through, over ``root``.
+        fsync: As given.
+
     Example:
         >>> fs = FileSystem("/srv/project")
         >>> fs.resolve("src/../README.md")
         PosixPath('/srv/project/README.md')
     """
 
-    __slots__ = ("_prefix", "_root", "fsync", "root")
+    __slots__ = ("fsync", "workspace")
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
-        self._root = os.path.realpath(root)
-        self._prefix = self._root.rstrip(os.sep) + os.sep
-        self.root = Path(self._root)
+        self.workspace = Workspace(Path(root))
         self.fsync = fsync
 
     def __repr__(self) -> str:
-        return f"FileSystem({self._root!r})"
+        return f"FileSystem({str(self.workspace.root)!r})"
+
+    @property
+    def root(self) -> Path:
+        """The root directory, absolute and with links resolved."""
+        return self.workspace.root
 
     # -- confinement ----------------------------------------------------------------
-    # Plain strings inside: pathlib costs several times more per call than os.path.
 
     def resolve(self, path: str) -> Path:
         """The real location of ``path``, with every link followed.
@@ -58,9 +65,7 @@ class FileSystem:
             ToolError: ``permission_denied`` when it lies outside the root;
                 ``invalid_params`` when the path cannot be a path (a NUL byte).
         """
-        real = self._realpath(self._join(path))
-        self._check(real, path)
-        return Path(real)
+        return self.workspace.resolve(path)
 
     def locate(self, path: str) -> Path:
         """The directory entry ``path`` names, for tools that act on the entry itself.
@@ -72,50 +77,15 @@ class FileSystem:
         Raises:
             ToolError: As :meth:`resolve`.
         """
-        joined = self._join(path)
-        parent, name = os.path.split(joined)
-        if name in ("", ".", ".."):
-            return self.resolve(path)
-        real_parent = self._realpath(parent)
-        self._check(real_parent, path)
-        entry = os.path.join(real_parent, name)
-        self._check(self._realpath(entry), path)
-        return Path(entry)
+        return self.workspace.resolve(path, follow_final_link=False)
 
     def inside(self, real: str | os.PathLike[str]) -> bool:
         """Whether an already resolved path lies in the root (or is the root)."""
-        text = os.fspath(real)
-        return text == self._root or text.startswith(self._prefix)
+        return self.workspace.contains(real)
 
     def show(self, real: str | os.PathLike[str]) -> str:
         """How a path inside the root is shown to the model: relative, with ``/``."""
-        text = os.fspath(real)
-        if text == self._root:
-            return "."
-        if text.startswith(self._prefix):
-            text = text[len(self._prefix) :]
-        return text.replace(os.sep, "/") if os.sep != "/" else text
-
-    def _join(self, path: str) -> str:
-        if "\x00" in path:
-            raise ToolError(ErrorKind.INVALID_PARAMS, f"path {path!r} contains a NUL byte")
-        return os.path.join(self._root, path)
-
-    def _realpath(self, path: str) -> str:
-        try:
-            return os.path.realpath(path)
-        except (OSError, ValueError) as exc:
-            raise ToolError(
-                ErrorKind.INVALID_PARAMS, f"path {path!r} cannot be resolved: {exc}"
-            ) from exc
-
-    def _check(self, real: str, asked: str) -> None:
-        if not self.inside(real):
-            raise ToolError(
-                ErrorKind.PERMISSION_DENIED,
-                f"`{asked}` is outside the workspace ({self._root}); "
-                "only files inside the workspace can be used",
-            )
+        return self.workspace.relative(real)
 
     # -- writing --------------------------------------------------------------------
 

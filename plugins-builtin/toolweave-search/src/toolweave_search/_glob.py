@@ -7,11 +7,19 @@ from pathlib import Path
 
 import anyio.to_thread
 from pydantic import BaseModel, Field
-from toolweave import Capabilities, Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
+from toolweave import (
+    Capabilities,
+    Context,
+    ErrorKind,
+    Kind,
+    Tool,
+    ToolError,
+    ToolOutput,
+    Workspace,
+)
 
 from toolweave_search._engine import Engine, list_files, resolve_engine
 from toolweave_search._globs import GlobFilter, literal_prefix
-from toolweave_search._paths import confine, relative
 
 __all__ = ["Glob", "GlobArgs", "GlobOutput", "GlobParams"]
 
@@ -124,8 +132,10 @@ listing it is enough. Prefer it over `find` or `ls` in a shell."""
     async def run(self, ctx: Context, args: GlobArgs) -> GlobOutput:
         """List the files below ``path``, keep the matching ones, newest first."""
         params = ctx.params(GlobParams)
-        root = ctx.session.workspace
-        base = confine(root, args.path)
+        workspace = ctx.require(Workspace)
+        root = workspace.root
+        where = args.path if args.path and args.path.strip() else ""
+        base = workspace.resolve(where, must_exist=True)
         if not base.is_dir():
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
@@ -138,7 +148,7 @@ listing it is enough. Prefer it over `find` or `ls` in a shell."""
             return GlobOutput(files=[], total=0)
         rg = resolve_engine(params.engine, params.ripgrep_path)
         listed = await list_files(rg, root, start)
-        prefix = relative(root, base)
+        prefix = "" if base == root else workspace.relative(base)
         skip = len(prefix) + 1 if prefix else 0
         matched = [p for p in listed if matcher.matches(p[skip:])]
         ordered = await anyio.to_thread.run_sync(_newest_first, root, matched)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
-from toolweave import Capabilities, Context, Kind, Tool, ToolOutput
+from toolweave import Capabilities, Context, Kind, Tool, ToolOutput, Workspace
 
 from toolweave_search._engine import Engine, resolve_engine, search
-from toolweave_search._paths import confine, relative
 from toolweave_search._results import GrepQuery, OutputMode, format_hits
 
 __all__ = ["Grep", "GrepArgs", "GrepOutput", "GrepParams"]
@@ -166,14 +165,16 @@ line by line, so a pattern cannot span lines."""
     async def run(self, ctx: Context, args: GrepArgs) -> GrepOutput:
         """Resolve the path, choose the engine, search and format."""
         params = ctx.params(GrepParams)
-        root = ctx.session.workspace
-        target = confine(root, args.path)
+        workspace = ctx.require(Workspace)
+        root = workspace.root
+        where = args.path if args.path and args.path.strip() else ""
+        target = workspace.resolve(where, must_exist=True)
         limit = min(args.head_limit or params.default_head_limit, params.max_head_limit)
         before = args.before_context if args.before_context is not None else args.context or 0
         after = args.after_context if args.after_context is not None else args.context or 0
         query = GrepQuery(
             pattern=args.pattern,
-            folder=relative(root, target),
+            folder="" if target == root else workspace.relative(target),
             is_file=target.is_file(),
             glob=args.glob.strip() if args.glob and args.glob.strip() else None,
             mode=args.output_mode,

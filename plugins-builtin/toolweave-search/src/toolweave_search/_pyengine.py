@@ -18,7 +18,6 @@ from toolweave import ErrorKind, ToolError
 
 from toolweave_search._globs import GlobFilter
 from toolweave_search._ignore import IgnoreStack
-from toolweave_search._paths import relative
 from toolweave_search._results import FileHits, GrepQuery, Line
 
 __all__ = ["python_files", "python_grep"]
@@ -58,7 +57,7 @@ def _walk(
 
 def python_files(root: Path, start: Path, stop: threading.Event | None = None) -> Iterator[str]:
     """Files under the folder ``start`` that a search visits, relative to ``root``."""
-    rel = relative(root, start)
+    rel = "" if start == root else start.relative_to(root).as_posix()
     stack = IgnoreStack.above(root, start).entering(start, rel)
     yield from _walk(start, rel, stack, stop)
 

@@ -1,0 +1,272 @@
+"""Workspace confinement: a model-given path resolves inside the root, or fails typed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from toolweave import ErrorKind, ToolError, Workspace
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A workspace beside an outside folder (and a sibling whose name extends the
+    root's), with links that stay inside and links that lead out."""
+    root = tmp_path / "ws"
+    (root / "src/pkg").mkdir(parents=True)
+    (root / "src/pkg/mod.py").write_text("inside\n")
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "secret.txt").write_text("secret\n")
+    (tmp_path / "ws-evil").mkdir()
+    (tmp_path / "ws-evil/f.txt").write_text("evil\n")
+    (root / "in_link.py").symlink_to(root / "src/pkg/mod.py")
+    (root / "in_dir").symlink_to(root / "src")
+    (root / "in_dangling").symlink_to(root / "src/not-yet.txt")
+    (root / "out_link.txt").symlink_to(outside / "secret.txt")
+    (root / "out_dangling.txt").symlink_to(outside / "new.txt")
+    (root / "out_dir").symlink_to(outside)
+    (root / "loop").symlink_to("loop")
+    return root
+
+
+def _denied(ws: Workspace, path: str, **options: bool) -> ToolError:
+    with pytest.raises(ToolError) as info:
+        ws.resolve(path, **options)
+    assert info.value.kind is ErrorKind.PERMISSION_DENIED, info.value
+    assert "outside the workspace" in info.value.message
+    assert str(ws.root) in info.value.message
+    return info.value
+
+
+def test_root_is_resolved_and_compared_by_real_location(tree: Path, tmp_path: Path) -> None:
+    """A root given through a link or relative spelling becomes its real absolute folder;
+    two workspaces over one folder are equal."""
+    alias = tmp_path / "alias"
+    alias.symlink_to(tree)
+    ws = Workspace(alias)
+    assert ws.root == tree.resolve()
+    assert ws == Workspace(tree)
+    assert hash(ws) == hash(Workspace(tree))
+    assert repr(ws) == f"Workspace(root={tree.resolve()!r})"
+    assert ws.resolve(str(alias / "src/pkg/mod.py")) == tree.resolve() / "src/pkg/mod.py"
+
+
+@pytest.mark.parametrize("path", ["", ".", "./", "src/..", "src/pkg/../../."])
+def test_the_root_itself(tree: Path, path: str) -> None:
+    """Every spelling of the root resolves to the root, shown as ``.``."""
+    ws = Workspace(tree)
+    assert ws.resolve(path) == ws.root
+    assert ws.resolve(str(ws.root) + "/" + path) == ws.root
+    assert ws.relative(ws.resolve(path)) == "."
+    assert ws.contains(ws.root)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("src/pkg/mod.py", "src/pkg/mod.py"),
+        ("src/pkg/../pkg/./mod.py", "src/pkg/mod.py"),
+        ("src//pkg///mod.py", "src/pkg/mod.py"),
+        ("in_link.py", "src/pkg/mod.py"),
+        ("in_dir/pkg/mod.py", "src/pkg/mod.py"),
+        ("new/deeper/file.txt", "new/deeper/file.txt"),
+        ("in_dir/new/file.txt", "src/new/file.txt"),
+        ("in_dangling", "src/not-yet.txt"),
+    ],
+)
+def test_inside_paths_resolve_to_their_real_location(tree: Path, path: str, expected: str) -> None:
+    """Relative and absolute spellings inside the root, through inside links and into
+    folders that do not exist yet, resolve to the real location below the root."""
+    ws = Workspace(tree)
+    assert ws.resolve(path) == ws.root / expected
+    assert ws.resolve(str(ws.root / path)) == ws.root / expected
+    assert ws.relative(ws.resolve(path)) == expected
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["..", "../outside/secret.txt", "src/../../outside", "src/pkg/../../../outside/new.txt"],
+)
+def test_dotdot_out_of_the_root_is_denied(tree: Path, path: str) -> None:
+    """``..`` that climbs above the root is permission_denied, existing target or not."""
+    error = _denied(Workspace(tree), path)
+    assert "symbolic link" not in error.message
+
+
+def test_absolute_paths_outside_are_denied(tree: Path, tmp_path: Path) -> None:
+    """An absolute path elsewhere (existing, new, ``/``, or a sibling folder whose name
+    merely starts with the root's) is permission_denied."""
+    ws = Workspace(tree)
+    for path in ("/", str(tmp_path), str(tmp_path / "outside/secret.txt")):
+        _denied(ws, path)
+    _denied(ws, str(tmp_path / "outside/new.txt"))
+    _denied(ws, str(tmp_path / "ws-evil/f.txt"))
+    _denied(ws, "../ws-evil/f.txt")
+    assert not ws.contains(tmp_path / "ws-evil")
+    assert not ws.contains(tmp_path / "ws-evil/f.txt")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "out_link.txt",
+        "out_dangling.txt",
+        "out_dir",
+        "out_dir/secret.txt",
+        "out_dir/sub",
+        "out_dir/new.txt",
+        "out_dir/new/deeper/file.txt",
+        "in_dir/../out_dir/secret.txt",
+    ],
+)
+@pytest.mark.parametrize("follow_final_link", [True, False])
+def test_links_leading_outside_are_denied(tree: Path, path: str, follow_final_link: bool) -> None:
+    """A link to the outside (file, dangling, directory) or a path below a linked
+    outside directory, existing or not, is denied, naming the link as the cause."""
+    error = _denied(Workspace(tree), path, follow_final_link=follow_final_link)
+    assert "symbolic link" in error.message
+
+
+def test_must_exist(tree: Path) -> None:
+    """``must_exist`` turns a missing target into not_found (naming the path the model
+    sent) but never hides a denial; it looks at the link itself when links are kept."""
+    ws = Workspace(tree)
+    assert ws.resolve("src/pkg/mod.py", must_exist=True) == ws.root / "src/pkg/mod.py"
+    assert ws.resolve("", must_exist=True) == ws.root
+    for path in ("nope.txt", "src/nope/deeper.txt", "in_dangling", "loop"):
+        with pytest.raises(ToolError) as info:
+            ws.resolve(path, must_exist=True)
+        assert info.value.kind is ErrorKind.NOT_FOUND
+        assert info.value.message == f"`{path}` does not exist in the workspace"
+    _denied(ws, "../outside/new.txt", must_exist=True)
+    kept = ws.resolve("in_dangling", must_exist=True, follow_final_link=False)
+    assert kept == ws.root / "in_dangling"
+    with pytest.raises(ToolError) as info:
+        ws.resolve("src/gone", must_exist=True, follow_final_link=False)
+    assert info.value.kind is ErrorKind.NOT_FOUND
+
+
+def test_keeping_the_final_link(tree: Path) -> None:
+    """With ``follow_final_link=False`` a link inside is returned as the link, in its
+    real parent folder; a path ending in ``.``, ``..`` or ``/`` is resolved fully."""
+    ws = Workspace(tree)
+    kept = ws.resolve("in_link.py", follow_final_link=False)
+    assert kept == ws.root / "in_link.py"
+    assert kept.is_symlink()
+    assert ws.resolve("in_dir", follow_final_link=False) == ws.root / "in_dir"
+    assert ws.resolve("in_dir/pkg", follow_final_link=False) == ws.root / "src/pkg"
+    assert ws.resolve("loop", follow_final_link=False) == ws.root / "loop"
+    assert ws.resolve("src/pkg/mod.py", follow_final_link=False) == ws.root / "src/pkg/mod.py"
+    assert ws.resolve("in_dir/", follow_final_link=False) == ws.root / "src"
+    assert ws.resolve("src/pkg/..", follow_final_link=False) == ws.root / "src"
+    assert ws.resolve(".", follow_final_link=False) == ws.root
+    _denied(ws, "..", follow_final_link=False)
+    _denied(ws, "out_dir/", follow_final_link=False)
+
+
+def test_a_nul_byte_is_invalid_params(tree: Path) -> None:
+    """Text that cannot be a path is invalid_params, not a crash."""
+    with pytest.raises(ToolError) as info:
+        Workspace(tree).resolve("src/\x00x")
+    assert info.value.kind is ErrorKind.INVALID_PARAMS
+    assert "NUL" in info.value.message
+
+
+def test_relative_and_contains(tree: Path, tmp_path: Path) -> None:
+    """``relative`` shows a location with ``/`` below the root and leaves one outside
+    as it is; ``contains`` accepts the root and below, nothing else."""
+    ws = Workspace(tree)
+    assert ws.relative(ws.root / "a/b.txt") == "a/b.txt"
+    assert ws.relative(str(ws.root / "a")) == "a"
+    outside = str(tmp_path.resolve() / "outside")
+    assert ws.relative(outside) == outside
+    assert ws.contains(str(ws.root / "a"))
+    assert not ws.contains(tmp_path.resolve())
+    assert not ws.contains(str(ws.root) + "-evil")
+
+
+def test_the_filesystem_root_contains_everything(tmp_path: Path) -> None:
+    """A workspace at ``/`` confines nothing away and shows paths without a leading ``/``."""
+    ws = Workspace(Path("/"))
+    target = tmp_path.resolve() / "x.txt"
+    assert ws.resolve(str(target)) == target
+    assert ws.resolve("..") == Path("/")
+    assert ws.relative(target) == str(target).lstrip("/")
+    assert ws.relative("/") == "."
+
+
+SEGMENTS = st.sampled_from(
+    [
+        "..",
+        ".",
+        "",
+        "src",
+        "pkg",
+        "mod.py",
+        "new",
+        "in_link.py",
+        "in_dir",
+        "in_dangling",
+        "out_link.txt",
+        "out_dangling.txt",
+        "out_dir",
+        "sub",
+        "loop",
+        "ws",
+        "ws-evil",
+        "outside",
+    ]
+)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    path=st.one_of(
+        st.lists(SEGMENTS, max_size=8).map("/".join),
+        st.lists(SEGMENTS, max_size=8).map(lambda parts: "/" + "/".join(parts)),
+        st.text(max_size=30),
+    ),
+    must_exist=st.booleans(),
+    follow_final_link=st.booleans(),
+)
+def test_a_resolved_path_is_always_inside(
+    tree: Path, path: str, must_exist: bool, follow_final_link: bool
+) -> None:
+    """Whatever the text, resolve() returns a location whose real place is inside the
+    root, or fails typed; it is denied exactly when the real place (or, keeping the
+    final link, its real parent folder) is outside."""
+    ws = Workspace(tree)
+    root = str(ws.root)
+
+    def inside(text: str) -> bool:
+        return Path(os.path.realpath(text)).is_relative_to(root)
+
+    if "\x00" in path:
+        with pytest.raises(ToolError) as info:
+            ws.resolve(path, must_exist=must_exist, follow_final_link=follow_final_link)
+        assert info.value.kind is ErrorKind.INVALID_PARAMS
+        return
+    joined = os.path.join(root, path)
+    parent, name = os.path.split(joined)
+    keep = not follow_final_link and name not in ("", ".", "..")
+    expected = os.path.join(os.path.realpath(parent), name) if keep else os.path.realpath(joined)
+    if not inside(joined) or (keep and not inside(parent)):
+        _denied(ws, path, must_exist=must_exist, follow_final_link=follow_final_link)
+    elif must_exist and not (os.path.lexists if keep else os.path.exists)(expected):
+        with pytest.raises(ToolError) as info:
+            ws.resolve(path, must_exist=must_exist, follow_final_link=follow_final_link)
+        assert info.value.kind is ErrorKind.NOT_FOUND
+    else:
+        got = ws.resolve(path, must_exist=must_exist, follow_final_link=follow_final_link)
+        assert str(got) == expected
+        assert ws.contains(got)
+        assert inside(str(got))
+        assert got == ws.root or inside(str(got.parent))
