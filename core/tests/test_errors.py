@@ -88,8 +88,8 @@ def test_exception_tree() -> None:
     assert issubclass(toolweave.errors.UnsupportedSchemaError, UsageError)
 
 
-def _all_subclasses(cls: type) -> set[type]:
-    found: set[type] = set()
+def _all_subclasses(cls: type[Exception]) -> set[type[Exception]]:
+    found: set[type[Exception]] = set()
     for sub in cls.__subclasses__():
         found |= {sub, *_all_subclasses(sub)}
     return found
