@@ -116,7 +116,7 @@ def test_packs_table_and_json() -> None:
     data = {p["name"]: p for p in json.loads(out)}
     assert data["fs"]["status"] == "loaded"
     assert data["fs"]["dist"] == "toolweave-fs"
-    assert "main:read_file" in data["fs"]["tools"]
+    assert "fs:read_file" in data["fs"]["tools"]
     assert {p["status"] for n, p in data.items() if n != "fs"} <= {"not selected"}
 
 
@@ -209,7 +209,7 @@ def test_describe_shows_arguments_and_json() -> None:
     """`describe` shows origin, kind and arguments; --json carries the schema."""
     code, out, _ = invoke("describe", "read_file", "-p", "fs")
     assert code == 0
-    assert "main:read_file" in out
+    assert "fs:read_file" in out
     assert "toolweave-fs" in out
     assert "offset" in out
     code, out, _ = invoke("describe", "read_file", "-p", "fs", "--json")

@@ -174,7 +174,7 @@ def test_fs_pack_is_discovered_and_runs_then_uninstalls(venv: Venv) -> None:
         assert set(found["names"]) == FS_TOOLS
         assert found["fs"]["status"] == "loaded"
         assert found["fs"]["dist"] == "toolweave-fs"
-        assert set(found["fs"]["tools"]) == {f"main:{t}" for t in FS_TOOLS}
+        assert set(found["fs"]["tools"]) == {f"fs:{t}" for t in FS_TOOLS}
         assert found["error"] is None
         assert "hello from a wheel" in found["text"]
         assert "second line" in found["text"]

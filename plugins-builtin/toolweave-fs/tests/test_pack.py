@@ -31,7 +31,7 @@ async def test_entry_point_discovery_loads_the_pack(workspace: Path) -> None:
     assert info.target == "toolweave_fs:pack"
     toolset = packs.build()
     assert toolset.names == list(EXPECTED_KINDS)
-    assert sorted(info.tools) == sorted(f"main:{name}" for name in EXPECTED_KINDS)
+    assert sorted(info.tools) == sorted(f"fs:{name}" for name in EXPECTED_KINDS)
     (workspace / "hello.txt").write_text("hi\n")
     result = await toolset.session(workspace=workspace).call("read_file", {"path": "hello.txt"})
     assert result.text == "     1\thi"

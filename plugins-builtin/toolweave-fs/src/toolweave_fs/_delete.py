@@ -57,6 +57,7 @@ class Delete(Tool[DeleteArgs, DeleteOutput]):
     """Deletes a path of the workspace."""
 
     id = "delete"
+    namespace = "fs"
     kind = Kind.DELETE
     description = (
         "Delete a file, a symbolic link (the link itself, not what it points to) or a "

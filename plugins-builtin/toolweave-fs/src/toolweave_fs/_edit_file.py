@@ -64,6 +64,7 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
     """Replaces exact text in a file of the workspace (see the module docstring)."""
 
     id = "edit_file"
+    namespace = "fs"
     kind = Kind.EDIT
     description = (
         "Change a text file by replacing an exact piece of it: `old_string` is replaced "

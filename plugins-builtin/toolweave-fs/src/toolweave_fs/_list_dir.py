@@ -95,6 +95,7 @@ class ListDir(Tool[ListDirArgs, ListDirOutput]):
     """Lists a directory of the workspace."""
 
     id = "list_dir"
+    namespace = "fs"
     kind = Kind.LIST_DIR
     params = ListDirParams
     description = (

@@ -51,6 +51,7 @@ class Move(Tool[MoveArgs, MoveOutput]):
     """Moves a path of the workspace to another path of the workspace."""
 
     id = "move"
+    namespace = "fs"
     kind = Kind.MOVE
     description = (
         "Move or rename a file, a symbolic link or a whole directory inside the "

@@ -99,6 +99,7 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
     """Reads a text file of the workspace (see the module docstring)."""
 
     id = "read_file"
+    namespace = "fs"
     kind = Kind.READ
     params = ReadFileParams
     description = (

@@ -39,6 +39,7 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
     """Writes a whole file of the workspace."""
 
     id = "write_file"
+    namespace = "fs"
     kind = Kind.WRITE
     description = (
         "Write a file in the workspace: create it, or replace its whole content. Missing "
