@@ -14,7 +14,15 @@ from pathlib import Path
 from twbench._results import Outcome, Target
 from twbench.frameworks import ALL
 
-__all__ = ["command_line", "machine", "markdown", "print_outcome", "print_targets", "versions"]
+__all__ = [
+    "command_line",
+    "load_average",
+    "machine",
+    "markdown",
+    "print_outcome",
+    "print_targets",
+    "versions",
+]
 
 _EXTRA_DISTS = (
     "pydantic",
@@ -33,7 +41,14 @@ def _read(path: str) -> str:
         return ""
 
 
-def machine() -> list[tuple[str, str]]:
+def load_average() -> str:
+    """The 1/5/15-minute load averages, as text."""
+    if not hasattr(os, "getloadavg"):
+        return "n/a"
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def machine(load_at_start: str = "") -> list[tuple[str, str]]:
     """What the run ran on."""
     cpu = next(
         (
@@ -55,7 +70,6 @@ def machine() -> list[tuple[str, str]]:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count() or 0
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     return [
         ("CPU", f"{cpu} ({os.cpu_count()} logical cores, {usable} usable)"),
         ("memory", mem),
@@ -64,7 +78,10 @@ def machine() -> list[tuple[str, str]]:
             "Python",
             f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
         ),
-        ("load average at start (1/5/15 min)", load),
+        (
+            "load average at start / end (1, 5, 15 min)",
+            f"{load_at_start or 'n/a'} / {load_average()}",
+        ),
     ]
 
 
@@ -139,6 +156,7 @@ def markdown(
     started: dt.datetime,
     elapsed_s: float,
     preface: Sequence[str] = (),
+    load_at_start: str = "",
 ) -> str:
     """The whole report as Markdown."""
     lines = [
@@ -158,7 +176,7 @@ def markdown(
         "",
         "| | |",
         "|---|---|",
-        *(f"| {k} | {v} |" for k, v in machine()),
+        *(f"| {k} | {v} |" for k, v in machine(load_at_start)),
         "",
         "## Versions",
         "",

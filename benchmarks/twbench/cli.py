@@ -100,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile={w.strip().upper() for w in args.profile.split(",") if w.strip()},
     )
     started = dt.datetime.now(dt.UTC)
+    load_at_start = _report.load_average()
     t0 = time.perf_counter()
     outcomes = asyncio.run(_run(cfg, only, peers))
     elapsed = time.perf_counter() - t0
@@ -109,7 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_write:
         out = args.output or (WORK / "RESULTS-quick.md" if cfg.quick else BENCH_DIR / "RESULTS.md")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(_report.markdown(outcomes, args_list, started, elapsed))
+        out.write_text(
+            _report.markdown(outcomes, args_list, started, elapsed, load_at_start=load_at_start)
+        )
         print(f"report written to {out}")
     print(f"done in {elapsed:.1f} s; {len(errors)} error(s)")
     if errors:

@@ -35,6 +35,7 @@ class Toolweave(Framework):
     def variants(self) -> Sequence[Variant]:
         return (
             Variant("async", "async", "async tool"),
+            Variant("async-bare", "async", "async tool, bare path: reminders off, no store"),
             Variant("sync", "sync", "sync tool, @tool(blocking=False): runs inline"),
             Variant("sync-thread", "sync", "sync tool, @tool() default: worker thread"),
         )
@@ -52,6 +53,13 @@ class Toolweave(Framework):
         for fn in fresh_many("async", fillers, "filler"):
             builder.add(self._tool(fn, inline=False))
         builder.add(self._tool(fresh(kind, "join"), inline=variant.key == "sync"))
+        if variant.key == "async-bare":
+            bare = builder.build().session(reminders=False)
+            return Dispatch(
+                functools.partial(bare.call, "join"),
+                _text,
+                "Session.call(name, raw JSON); reminders off, no state store opened",
+            )
         setup = full.prepare(builder)
         toolset = setup.build(builder)
         session = setup.session(toolset)

@@ -19,8 +19,8 @@ _PEERS_EXCLUDED = {"floor", "toolweave"}
 
 
 def _row_key(fw: Framework, variant_key: str) -> str:
-    if fw.key == "toolweave" and variant_key == "sync-thread":
-        return "toolweave-thread"
+    if fw.key == "toolweave" and variant_key != variant_key.split("-")[0]:
+        return f"toolweave-{variant_key.split('-', 1)[1]}"
     return fw.key
 
 

@@ -292,8 +292,8 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
     if not _has("mcp"):
         outcome.notes.append("W5 skipped: the mcp SDK is not installed.")
         return outcome
-    rounds = cfg.rounds_for(9, 2)
-    target_s = 0.06 if not cfg.quick else 0.005
+    rounds = cfg.rounds_for(15, 2)
+    target_s = 0.08 if not cfg.quick else 0.005
     logging.getLogger("toolweave.mcp").setLevel(logging.WARNING)
     ref = {"memory": "sdk", "stdio": "sdk", "serve": "sdk"}
     tables = {

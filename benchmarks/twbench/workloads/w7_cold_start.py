@@ -138,7 +138,7 @@ def _spawn(python: Path | str, script: str) -> tuple[dict[str, Any], float]:
 async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
     """Spawn fresh processes, interleaved: toolweave with 50 packs, then each peer."""
     outcome = Outcome(ID, TITLE)
-    rounds = cfg.rounds_for(9, 1)
+    rounds = cfg.rounds_for(7, 1)
     try:
         cold_python = _coldstart.ensure()
     except Exception as exc:

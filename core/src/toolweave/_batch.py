@@ -52,17 +52,27 @@ class _Call:
     call_id: str | None = None
 
 
-def _normalise(value: CallLike) -> _Call:
-    if isinstance(value, tuple):
-        return _Call(*value)
-    if isinstance(value, Mapping):
-        return _Call(
-            str(value["name"]), value.get("arguments"), value.get("call_id", value.get("id"))
-        )
+def _normalise(value: CallLike) -> _Call | CallResult:
+    """The call ``value`` describes, or an ``invalid_params`` result when it is none."""
     try:
-        return _Call(value.name, value.arguments, value.call_id)
-    except AttributeError:
-        raise TypeError(f"not a tool call: {value!r}") from None
+        if isinstance(value, tuple):
+            if 2 <= len(value) <= 3:
+                return _Call(*value)
+        elif isinstance(value, Mapping):
+            if "name" in value:
+                return _Call(
+                    value["name"], value.get("arguments"), value.get("call_id", value.get("id"))
+                )
+        else:
+            return _Call(value.name, value.arguments, value.call_id)
+    except Exception:
+        pass
+    err = ToolError(
+        ErrorKind.INVALID_PARAMS,
+        f"not a tool call: a {type(value).__name__}; a call has a name, its arguments "
+        "and an optional call id",
+    )
+    return CallResult(None, err.message, err, None, None, "")
 
 
 def _concurrent(session: Session, calls: list[_Call]) -> bool:
@@ -86,9 +96,10 @@ async def run_batch(
     session: Session, calls: Iterable[CallLike], limit: int | None = None
 ) -> list[CallResult]:
     """Run ``calls`` (see :meth:`Session.call_many`); results in call order."""
-    batch = [_normalise(c) for c in calls]
-    results: list[CallResult | None] = [None] * len(batch)
-    if len(batch) > 1 and _concurrent(session, batch):
+    given = [_normalise(c) for c in calls]
+    results: list[CallResult | None] = [c if isinstance(c, CallResult) else None for c in given]
+    batch = [(i, c) for i, c in enumerate(given) if isinstance(c, _Call)]
+    if len(batch) > 1 and _concurrent(session, [c for _, c in batch]):
         gate = anyio.Semaphore(limit) if limit else None
 
         async def run(i: int, call: _Call) -> None:
@@ -99,9 +110,9 @@ async def run_batch(
                     results[i] = await _one(session, call)
 
         async with anyio.create_task_group() as tg:
-            for i, call in enumerate(batch):
+            for i, call in batch:
                 tg.start_soon(run, i, call)
     else:
-        for i, call in enumerate(batch):
+        for i, call in batch:
             results[i] = await _one(session, call)
     return [r for r in results if r is not None]

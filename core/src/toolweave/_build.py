@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from toolweave._erasure import read_only_as
 from toolweave._expr import ExpressionError, SetView, ToolFacts, arg_fields, compile_expression
 from toolweave._merge import BuildReport, Candidate, SkippedEntry, merge_layers
 from toolweave._versions import DeprecatedVersionWarning, choose_version
 from toolweave.config import ToolConfig, ToolSetConfig, _config_issues
 from toolweave.errors import ConfigError, ConfigIssue
 from toolweave.templates import TemplateRenderer, problem_issue
-from toolweave.tool import READ_ONLY_KINDS, Kind
+from toolweave.tool import Kind
 from toolweave.toolset import ToolEntry
 
 if TYPE_CHECKING:
@@ -222,12 +223,8 @@ class _Planner:
                 DeprecatedVersionWarning(p.fqid, tool.version, tool.replacement)
             )
         p.tool = tool
-        if cfg.kind is None or cfg.kind == tool.kind:
-            p.kind, p.read_only = tool.kind, tool.read_only
-        else:
-            declared = tool.capabilities.read_only
-            p.kind = cfg.kind
-            p.read_only = cfg.kind in READ_ONLY_KINDS if declared is None else declared
+        p.kind = tool.kind if cfg.kind is None else cfg.kind
+        p.read_only = read_only_as(tool.capabilities, p.kind)
         p.timeout = cfg.timeout or tool.capabilities.timeout or self.config.timeout
         self.params(p, tool)
         self.renames(p, tool)

@@ -75,52 +75,50 @@ def drive(
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     base = task.cancelling() if task is not None else 0
-    waiting: list[Any] = [None]
-    stopping = [False, False]  # [stop requested, CancelledError delivered since]
-    handle: list[asyncio.TimerHandle | None] = [None]
+    waiting: Any = None  # the future the coroutine waits on, if it waits on one
+    stopping = False  # a stop was requested
+    delivered = False  # the CancelledError reached the coroutine since
+    handle: asyncio.TimerHandle
 
     def stop() -> None:
-        if handle[0] is not None:
-            handle[0].cancel()
-        stopping[0] = True
-        stopping[1] = False
-        future = waiting[0]
-        if future is not None and not future.done():
-            future.cancel()  # wakes the task; the CancelledError reaches the coroutine
-        handle[0] = loop.call_later(REPEAT, stop)
+        nonlocal handle, stopping, delivered
+        handle.cancel()
+        stopping, delivered = True, False
+        if waiting is not None and not waiting.done():
+            waiting.cancel()  # wakes the task; the CancelledError reaches the coroutine
+        handle = loop.call_later(REPEAT, stop)
 
+    handle = loop.call_at(loop.time() + timeout, stop)
     running.stop = stop
-    handle[0] = loop.call_at(loop.time() + timeout, stop)
     step: Callable[[Any], Any]
     try:
         while True:
-            waiting[0] = pending if getattr(pending, "_asyncio_future_blocking", None) else None
+            waiting = pending if getattr(pending, "_asyncio_future_blocking", None) else None
             try:
                 sent = yield pending
             except GeneratorExit:
                 coro.close()
                 raise
             except BaseException as exc:
-                if stopping[0] and isinstance(exc, asyncio.CancelledError):
-                    stopping[1] = True
+                if stopping and isinstance(exc, asyncio.CancelledError):
+                    delivered = True
                 step, value = coro.throw, exc
             else:
-                if stopping[0] and not stopping[1]:
-                    stopping[1] = True
+                if stopping and not delivered:
+                    delivered = True
                     step, value = coro.throw, asyncio.CancelledError()
                 else:
                     step, value = coro.send, sent
             try:
                 pending = step(value)
             except StopIteration as done:
-                if stopping[1]:  # it swallowed the cancellation
+                if delivered:  # it swallowed the cancellation
                     raise Stopped from None
                 return done.value
             except asyncio.CancelledError:
-                if stopping[0] and (task is None or task.cancelling() <= base):
+                if stopping and (task is None or task.cancelling() <= base):
                     raise Stopped from None
                 raise
     finally:
         running.stop = None
-        if handle[0] is not None:
-            handle[0].cancel()
+        handle.cancel()

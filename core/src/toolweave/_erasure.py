@@ -8,6 +8,7 @@ schemas and validators are built lazily, on first use, and then cached.
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from functools import cache, partial
 from typing import Any, final
@@ -19,7 +20,16 @@ from pydantic_core import to_jsonable_python
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.tool import READ_ONLY_KINDS, Capabilities, FunctionTool, Kind, Lifecycle, Tool
 
-__all__ = ["ErasedTool", "erase", "forbid_unknown_fields", "format_validation_error"]
+__all__ = [
+    "ErasedTool",
+    "erase",
+    "forbid_unknown_fields",
+    "format_validation_error",
+    "invalid_arguments",
+    "read_only_as",
+    "unreadable_arguments",
+    "validation_problems",
+]
 
 
 def _dump_json(value: Any) -> str:
@@ -65,26 +75,25 @@ def forbid_unknown_fields(model: type[BaseModel]) -> type[BaseModel]:
     return strict
 
 
-_TOO_DEEP = "arguments are nested too deeply; send a flatter JSON object"
+def read_only_as(capabilities: Capabilities, kind: Kind) -> bool:
+    """Whether a tool with ``capabilities`` is read-only when its kind is ``kind``: as it
+    declares, else as the kind implies."""
+    declared = capabilities.read_only
+    return kind in READ_ONLY_KINDS if declared is None else declared
 
 
-def _guarded(validate: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Wrap a validator that is not pydantic's so that it fails only with typed errors."""
-
-    def checked(data: Any) -> Any:
-        try:
-            return validate(data)
-        except (ToolError, ValidationError):
-            raise
-        except RecursionError as exc:
-            raise ToolError(ErrorKind.INVALID_PARAMS, _TOO_DEEP) from exc
-        except Exception as exc:
-            raise ToolError(
-                ErrorKind.INVALID_PARAMS,
-                f"arguments could not be validated: {type(exc).__name__}: {exc}",
-            ) from exc
-
-    return checked
+def unreadable_arguments(exc: Exception) -> ToolError:
+    """The ``invalid_params`` error for arguments whose reading failed with ``exc``
+    (nested too deeply for the interpreter, a mapping whose keys raise, ...)."""
+    if isinstance(exc, RecursionError):
+        return ToolError(
+            ErrorKind.INVALID_PARAMS,
+            "arguments are nested too deeply; send a flatter JSON object",
+        )
+    return ToolError(
+        ErrorKind.INVALID_PARAMS,
+        f"arguments could not be read: {type(exc).__name__}: {_exception_text(exc)}",
+    )
 
 
 @final
@@ -101,6 +110,9 @@ class ErasedTool:
         origin: Where the registration came from (pack name or ``"host"``).
         source: ``"local"`` for registered tools, ``"mcp:<server>"`` / ``"external"``
             for tools added at run time.
+        state_types: The state models the tool declares (what ``ctx.state`` may read).
+        state_locks: The declared models whose locks a call holds while it runs
+            (``None`` when none: no state, or ``state_access = "shared"``).
     """
 
     __slots__ = (
@@ -128,7 +140,8 @@ class ErasedTool:
         "replacement",
         "requires",
         "source",
-        "state_type",
+        "state_locks",
+        "state_types",
         "streaming",
         "tool",
         "version",
@@ -152,7 +165,8 @@ class ErasedTool:
         origin: str = "host",
         source: str = "local",
         params_type: type[BaseModel] | None = None,
-        state_type: type[BaseModel] | None = None,
+        state_types: tuple[type[BaseModel], ...] = (),
+        state_access: str = "exclusive",
         requires: str | None = None,
         version: str = "1",
         conflicts: tuple[str, ...] = (),
@@ -167,8 +181,7 @@ class ErasedTool:
         self.kind = kind
         self.description = description
         self.capabilities = capabilities
-        read_only = capabilities.read_only
-        self.read_only = kind in READ_ONLY_KINDS if read_only is None else read_only
+        self.read_only = read_only_as(capabilities, kind)
         conc = capabilities.concurrency_safe
         self.concurrency_safe = self.read_only if conc is None else conc
         self.invoke = invoke
@@ -181,7 +194,8 @@ class ErasedTool:
         self.origin = origin
         self.source = source
         self.params_type = params_type
-        self.state_type = state_type
+        self.state_types = state_types
+        self.state_locks = state_types if state_types and state_access == "exclusive" else None
         self.requires = requires
         self.version = version
         self.conflicts = conflicts
@@ -194,7 +208,7 @@ class ErasedTool:
             self._validate_python: Callable[[Any], Any] = self._bootstrap_python
         else:
             assert validate_python is not None, "a tool without Args needs validate_python"
-            self._validate_python = _guarded(validate_python)
+            self._validate_python = validate_python
             self._validate_json = self._parse_then_validate
 
     def __repr__(self) -> str:
@@ -215,18 +229,24 @@ class ErasedTool:
 
         Raises:
             pydantic.ValidationError: The arguments are invalid.
-            ToolError: The arguments are not a JSON object at all.
+            ToolError: ``invalid_params``: the arguments are not a JSON object at all,
+                or could not be read (nested too deeply, a mapping that raises, ...).
         """
-        if type(raw) is dict:
-            return self._validate_python(raw)
-        if isinstance(raw, (str, bytes, bytearray)):
-            return self._validate_json(raw)
-        if raw is None:
-            return self._validate_python({})
-        if isinstance(raw, Mapping):
-            return self._validate_python(dict(raw))
-        if self.args_model is not None and isinstance(raw, self.args_model):
-            return raw
+        try:
+            if type(raw) is dict:
+                return self._validate_python(raw)
+            if isinstance(raw, (str, bytes, bytearray)):
+                return self._validate_json(raw)
+            if raw is None:
+                return self._validate_python({})
+            if isinstance(raw, Mapping):
+                return self._validate_python(dict(raw))
+            if self.args_model is not None and isinstance(raw, self.args_model):
+                return raw
+        except (ValidationError, ToolError):
+            raise
+        except Exception as exc:
+            raise unreadable_arguments(exc) from exc
         raise ToolError(
             ErrorKind.INVALID_PARAMS,
             f"arguments must be a JSON object, got {type(raw).__name__}",
@@ -256,8 +276,6 @@ class ErasedTool:
             raise ToolError(
                 ErrorKind.INVALID_PARAMS, f"arguments are not valid JSON: {exc}"
             ) from exc
-        except RecursionError as exc:
-            raise ToolError(ErrorKind.INVALID_PARAMS, _TOO_DEEP) from exc
         if not isinstance(data, dict):
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
@@ -321,6 +339,25 @@ def _finisher(output_type: Any) -> Callable[[Any], tuple[Any, str]]:
     return finish
 
 
+def _state_models(tool_id: str, declared: Any) -> tuple[type[BaseModel], ...]:
+    models = () if declared is None else declared if isinstance(declared, tuple) else (declared,)
+    for model in models:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise TypeError(
+                f"tool {tool_id!r}: state must be a pydantic model or a tuple of them, "
+                f"got {model!r}"
+            )
+    return tuple(dict.fromkeys(models))
+
+
+def _state_access(tool_id: str, access: Any) -> str:
+    if access not in ("exclusive", "shared"):
+        raise TypeError(
+            f"tool {tool_id!r}: state_access must be 'exclusive' or 'shared', got {access!r}"
+        )
+    return str(access)
+
+
 def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> ErasedTool:
     """Capture everything the dispatcher needs from a typed tool, once.
 
@@ -329,8 +366,8 @@ def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> 
         origin: Where the registration comes from, for error messages and listings.
 
     Raises:
-        TypeError: The tool lacks an id or an ``Args`` model, or implements neither
-            ``run`` nor ``stream``.
+        TypeError: The tool lacks an id or an ``Args`` model, implements neither
+            ``run`` nor ``stream``, or declares state that is not a pydantic model.
     """
     instance = tool() if isinstance(tool, type) else tool
     cls = type(instance)
@@ -367,7 +404,8 @@ def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> 
         args_model=args_model,
         origin=origin,
         params_type=cls.params,
-        state_type=cls.state,
+        state_types=_state_models(tool_id, cls.state),
+        state_access=_state_access(tool_id, cls.state_access),
         requires=cls.requires,
         version=cls.version,
         conflicts=tuple(cls.conflicts),
@@ -378,14 +416,54 @@ def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> 
     )
 
 
-def format_validation_error(
-    exc: ValidationError, tool_name: str, to_client: Mapping[str, str] | None = None
-) -> str:
-    """Describe invalid arguments field by field, in words a model can act on.
+class _Preview(reprlib.Repr):
+    """A short, JSON-looking preview of a value, bounded in depth and length."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = 60
+        self.maxother = 40
+
+    def repr_str(self, x: str, level: int) -> str:
+        shown = json.dumps(x[: self.maxstring], ensure_ascii=False)
+        return shown if len(x) <= self.maxstring else shown[:-1] + '..."'
+
+    def repr_NoneType(self, x: None, level: int) -> str:  # noqa: N802 - reprlib's naming
+        return "null"
+
+    def repr_bool(self, x: bool, level: int) -> str:
+        return "true" if x else "false"
+
+
+_PREVIEW = _Preview()
+
+
+def _preview(value: Any, limit: int = 80) -> str:
+    """``value`` shown in at most ``limit`` characters; never raises (deep, huge or
+    unprintable values get a placeholder)."""
+    try:
+        shown = _PREVIEW.repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
+def _exception_text(exc: BaseException, limit: int = 200) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        return "no details"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def validation_problems(
+    exc: ValidationError, to_client: Mapping[str, str] | None = None
+) -> list[str]:
+    """One phrase per invalid field of ``exc``, naming it as the model does.
 
     Args:
         exc: The pydantic error.
-        tool_name: The client-visible tool name.
         to_client: Canonical → client parameter names, so errors use the model's names.
     """
     parts: list[str] = []
@@ -401,7 +479,23 @@ def format_validation_error(
         elif kind == "extra_forbidden":
             parts.append(f"`{field}` is not a parameter of this tool")
         else:
-            given = err.get("input")
-            shown = json.dumps(given, default=repr)[:80] if given is not None else "null"
-            parts.append(f"`{field}`: {msg} (got {shown})")
-    return f"Invalid arguments for {tool_name}: " + "; ".join(parts) + "."
+            parts.append(f"`{field}`: {msg} (got {_preview(err.get('input'))})")
+    return parts
+
+
+def invalid_arguments(tool_name: str, problems: list[str]) -> str:
+    """The message of an ``invalid_params`` error listing ``problems``."""
+    return f"Invalid arguments for {tool_name}: " + "; ".join(problems) + "."
+
+
+def format_validation_error(
+    exc: ValidationError, tool_name: str, to_client: Mapping[str, str] | None = None
+) -> str:
+    """Describe invalid arguments field by field, in words a model can act on.
+
+    Args:
+        exc: The pydantic error.
+        tool_name: The client-visible tool name.
+        to_client: Canonical → client parameter names, so errors use the model's names.
+    """
+    return invalid_arguments(tool_name, validation_problems(exc, to_client))

@@ -148,9 +148,8 @@ def merge_layers(
         if ext.fqid is not None:
             fqids[ext.fqid] = ext.source
         names[ext.name] = ext.source
-    upper = dict(fqids)
     for cand in remote:
-        skipped = _clash(cand, upper, names)
+        skipped = _clash(cand, fqids, names)
         if skipped is not None:
             result.skipped.append(skipped)
             continue

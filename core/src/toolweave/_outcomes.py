@@ -5,14 +5,26 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from toolweave._deadline import Running
+from toolweave._erasure import format_validation_error
 from toolweave.errors import ErrorKind, MissingResourceError, ToolError
 from toolweave.stream import CallResult, Progress
 
 if TYPE_CHECKING:
     from toolweave.toolset import ToolEntry
 
-__all__ = ["NOTHING", "drain", "failure", "from_exception", "stop_error"]
+__all__ = [
+    "NOTHING",
+    "after_result",
+    "drain",
+    "error_result",
+    "failure",
+    "from_exception",
+    "no_result",
+    "stop_error",
+]
 
 logger = logging.getLogger("toolweave")
 
@@ -21,6 +33,17 @@ def failure(
     kind: ErrorKind, message: str, name: str, call_id: str | None, fqid: str | None = None
 ) -> CallResult:
     return CallResult(None, message, ToolError(kind, message), call_id, fqid, name)
+
+
+def error_result(
+    err: ToolError | ValidationError, entry: ToolEntry, call_id: str | None
+) -> CallResult:
+    """The result of a call that failed with ``err`` (a ``ValidationError``: its
+    arguments were invalid)."""
+    if isinstance(err, ValidationError):
+        message = format_validation_error(err, entry.name, entry.to_client)
+        err = ToolError(ErrorKind.INVALID_PARAMS, message)
+    return CallResult(None, err.message, err, call_id, entry.tool.fqid, entry.name)
 
 
 def from_exception(exc: BaseException, entry: ToolEntry, call_id: str | None) -> CallResult:
@@ -36,7 +59,7 @@ def from_exception(exc: BaseException, entry: ToolEntry, call_id: str | None) ->
         err = ToolError(
             ErrorKind.EXECUTION_ERROR, f"{entry.name} failed: {type(exc).__name__}: {text}"
         )
-    return CallResult(None, err.message, err, call_id, entry.tool.fqid, entry.name)
+    return error_result(err, entry, call_id)
 
 
 def stop_error(running: Running | None, entry: ToolEntry, timeout: float) -> ToolError:
@@ -49,6 +72,17 @@ def stop_error(running: Running | None, entry: ToolEntry, timeout: float) -> Too
     )
 
 
+def no_result(name: str) -> ToolError:
+    """A streaming tool that ended without yielding its output."""
+    return ToolError(ErrorKind.EXECUTION_ERROR, f"{name} ended without a result")
+
+
+def after_result(name: str, item: Any) -> ToolError:
+    """A streaming tool that yielded ``item`` after its output."""
+    what = "progress" if isinstance(item, Progress) else "a second result"
+    return ToolError(ErrorKind.EXECUTION_ERROR, f"{name} yielded {what} after its result")
+
+
 NOTHING: Any = object()
 
 
@@ -59,10 +93,9 @@ async def drain(agen: Any, name: str) -> Any:
         if output is not NOTHING:
             # Close it here, inside whatever scopes the generator holds at its yield.
             await agen.aclose()
-            what = "progress" if isinstance(item, Progress) else "a second result"
-            raise ToolError(ErrorKind.EXECUTION_ERROR, f"{name} yielded {what} after its result")
+            raise after_result(name, item)
         if not isinstance(item, Progress):
             output = item
     if output is NOTHING:
-        raise ToolError(ErrorKind.EXECUTION_ERROR, f"{name} ended without a result")
+        raise no_result(name)
     return output

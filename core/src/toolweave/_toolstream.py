@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, final
 
 import anyio
+import anyio.lowlevel
 from pydantic import ValidationError
 
 from toolweave._deadline import Running, Stopped, drive
-from toolweave._erasure import format_validation_error
 from toolweave._guards import check_guards
-from toolweave._outcomes import NOTHING, from_exception, stop_error
+from toolweave._outcomes import (
+    NOTHING,
+    after_result,
+    error_result,
+    from_exception,
+    no_result,
+    stop_error,
+)
 from toolweave.context import Context
-from toolweave.errors import ErrorKind, ToolError
+from toolweave.errors import ToolError
 from toolweave.stream import CallResult, Progress
 
 if TYPE_CHECKING:
@@ -31,12 +39,30 @@ ProgressCallback = Callable[[Progress], Awaitable[None] | None]
 """Called with each progress item of a streaming tool called in blocking mode."""
 
 
+def _scheduler() -> Callable[..., object]:
+    """Schedules ``fn(*args)`` in the running event loop; callable from any thread."""
+    loop = anyio.lowlevel.current_token().native_token
+    if isinstance(loop, asyncio.AbstractEventLoop):
+        return loop.call_soon_threadsafe
+    run_sync_soon: Callable[..., object] = loop.run_sync_soon  # trio's token
+    return run_sync_soon
+
+
+def _release_all(locks: list[anyio.Semaphore]) -> None:
+    for lock in reversed(locks):
+        lock.release()
+
+
 @final
 class ToolStream:
     """The items of one call in streaming mode: progress items, then one CallResult.
 
-    Iterate it with ``async for``, ideally inside ``async with`` so that a stream left
-    early is closed at once. Every step runs under the call's deadline; the stream can
+    Iterate it with ``async for`` inside ``async with`` (or call :meth:`aclose`), so that
+    a stream left early is closed at once: its tool is stopped, the state it changed is
+    saved, and the state locks and call id it holds are given back. A stream dropped
+    without being closed gives back its locks and call id when it is garbage collected,
+    but its tool is stopped only when Python finalizes the generator, and its state is
+    saved only with a later call's. Every step runs under the call's deadline; the stream can
     be cancelled by call id through :meth:`Session.cancel`. A tool that ends without a
     result, or yields after its result, ends the stream with ``execution_error``; it
     never hangs past its deadline.
@@ -62,6 +88,7 @@ class ToolStream:
         "_output",
         "_running",
         "_session",
+        "_soon",
         "_want_lock",
     )
 
@@ -79,7 +106,8 @@ class ToolStream:
         self._output: Any = NOTHING
         self._running = Running()
         self._want_lock = False
-        self._held: anyio.Semaphore | None = None
+        self._held: list[anyio.Semaphore] | None = None
+        self._soon: Callable[..., object] | None = None
 
     def __aiter__(self) -> ToolStream:
         return self
@@ -147,8 +175,7 @@ class ToolStream:
                         logger.exception("closing the stream of %s failed", entry.name)
             running.scope = None
             if result is None:
-                stopped = stop_error(running, entry, session._timeout_for(entry))
-                result = stream._error(stopped)
+                result = stream._stopped()
             return await stream._end(result)
         finally:
             await stream.aclose()
@@ -160,9 +187,8 @@ class ToolStream:
         assert entry.tool.open_stream is not None
         self._agen = entry.tool.open_stream(ctx, args)
         self._deadline = anyio.current_time() + self._session._timeout_for(entry)
-        self._want_lock = entry.tool.state_type is not None
-        if self._call_id is not None:
-            self._session._running[self._call_id] = self._running
+        self._want_lock = entry.tool.state_locks is not None
+        self._session._track(self._call_id, self._running)
 
     async def __anext__(self) -> Progress | CallResult:
         if self._done:
@@ -176,18 +202,13 @@ class ToolStream:
                     await session.call(self._name, self._arguments, self._call_id)
                 )
             if session._guards:
-                refused = check_guards(session._guards, session, entry)
-                if refused is not None:
-                    return await self._end(self._failed(entry, refused))
+                refusal = check_guards(session._guards, session, entry)
+                if refusal is not None:
+                    return await self._end(error_result(refusal, entry, self._call_id))
             try:
                 args = entry.parse(self._arguments)
-            except ValidationError as exc:
-                msg = format_validation_error(exc, self._name, entry.to_client)
-                return await self._end(
-                    self._failed(entry, ToolError(ErrorKind.INVALID_PARAMS, msg))
-                )
-            except ToolError as err:
-                return await self._end(self._failed(entry, err))
+            except (ValidationError, ToolError) as exc:
+                return await self._end(error_result(exc, entry, self._call_id))
             self._open(entry, Context(session, entry, self._call_id), args)
         entry = self._entry
         assert entry is not None
@@ -212,55 +233,53 @@ class ToolStream:
             return item
         if item is NOTHING:  # the generator ended
             if self._output is NOTHING:
-                return self._error(
-                    ToolError(ErrorKind.EXECUTION_ERROR, f"{entry.name} ended without a result")
-                )
+                return self._error(no_result(entry.name))
             assert self._ctx is not None
             try:
                 return self._session._result(self._ctx, self._output)
             except Exception as exc:
                 return from_exception(exc, entry, self._call_id)
         if self._output is not NOTHING:
-            what = "progress" if isinstance(item, Progress) else "a second result"
-            return self._error(
-                ToolError(
-                    ErrorKind.EXECUTION_ERROR, f"{entry.name} yielded {what} after its result"
-                )
-            )
+            return self._error(after_result(entry.name, item))
         if isinstance(item, Progress):
             return item
         self._output = item
         return None
 
-    def _failed(self, entry: ToolEntry, err: ToolError) -> CallResult:
-        """A failure before the tool started (no post-processing)."""
-        return CallResult(None, err.message, err, self._call_id, entry.tool.fqid, self._name)
-
     def _error(self, err: ToolError) -> CallResult:
         assert self._entry is not None
-        return CallResult(None, err.message, err, self._call_id, self._entry.tool.fqid, self._name)
+        return error_result(err, self._entry, self._call_id)
+
+    def _stopped(self) -> CallResult:
+        """The result of a call stopped by :meth:`cancel` or by its deadline."""
+        entry = self._entry
+        assert entry is not None
+        return self._error(stop_error(self._running, entry, self._session._timeout_for(entry)))
 
     async def _lock(self) -> None:
-        """Take the lock of the tool's state model (see :meth:`Session._call_serialised`)."""
+        """Take the locks of the tool's state models, in key order (see
+        :meth:`Session._call_serialised`)."""
         entry = self._entry
         ctx = self._ctx
         assert entry is not None
         assert ctx is not None
-        state_type = entry.tool.state_type
-        assert state_type is not None
-        key, lock = self._session._state.lock(state_type)
-        await lock.acquire()
-        self._held = lock
-        ctx._call_record().held = {key}
+        models = entry.tool.state_locks
+        assert models is not None
+        locks = self._session._state.locks(models)
+        held: list[anyio.Semaphore] = []
+        self._held = held
+        self._soon = _scheduler()
+        for _, lock in locks:
+            await lock.acquire()
+            held.append(lock)
+        ctx._call_record().held = {key for key, _ in locks}
 
     async def _acquire(self) -> CallResult | None:
         """:meth:`_lock` under the deadline; a CallResult when the wait was cancelled or
         timed out."""
-        entry = self._entry
-        assert entry is not None
         running = self._running
         if running.cancelled:
-            return self._error(stop_error(running, entry, 0))
+            return self._stopped()
         with anyio.CancelScope(deadline=self._deadline) as scope:
             running.scope = scope
             try:
@@ -268,7 +287,7 @@ class ToolStream:
             finally:
                 running.scope = None
             return None
-        return self._error(stop_error(running, entry, self._session._timeout_for(entry)))
+        return self._stopped()
 
     async def _pull(self) -> Any:
         """One step of the tool's generator under the deadline: an item, NOTHING at the
@@ -277,7 +296,7 @@ class ToolStream:
         assert entry is not None
         running = self._running
         if running.cancelled:
-            return self._error(stop_error(running, entry, 0))
+            return self._stopped()
         session = self._session
         if session._inline or (session._inline is None and session._detect_inline()):
             # Like Session.call: no cancel scope of ours around the step, so the tool may
@@ -293,7 +312,7 @@ class ToolStream:
             except StopAsyncIteration:
                 return NOTHING
             except Stopped:
-                return self._error(stop_error(running, entry, session._timeout_for(entry)))
+                return self._stopped()
             except Exception as exc:
                 return from_exception(exc, entry, self._call_id)
             finally:
@@ -308,7 +327,7 @@ class ToolStream:
                 return from_exception(exc, entry, self._call_id)
             finally:
                 running.scope = None
-        return self._error(stop_error(running, entry, self._session._timeout_for(entry)))
+        return self._stopped()
 
     async def _end(self, result: CallResult) -> CallResult:
         """Close the generator, post-process the result, release the call."""
@@ -341,10 +360,20 @@ class ToolStream:
             ctx = self._ctx
             if ctx is not None and ctx._record is not None:
                 ctx._record.held = None
-            held.release()
-        session = self._session
-        if self._call_id is not None and session._running.get(self._call_id) is self._running:
-            del session._running[self._call_id]
+            _release_all(held)
+        self._session._untrack(self._call_id, self._running)
+
+    def __del__(self) -> None:
+        # Dropped without aclose: give back the state locks and the call id, so that
+        # later calls neither wait on them nor get cancelled by this call's id. The
+        # collector may run in any thread: the locks are released in the event loop.
+        try:
+            held, self._held = self._held, None
+            if held and self._soon is not None:
+                self._soon(_release_all, held)
+            self._session._untrack(self._call_id, self._running)
+        except Exception:  # pragma: no cover - the event loop is closed already
+            pass
 
     async def aclose(self) -> None:
         """Stop the tool's generator (if still running), save the state it changed and

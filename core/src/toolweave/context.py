@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, final
 
 from pydantic import BaseModel
 
-from toolweave.errors import MissingResourceError
+from toolweave.errors import MissingResourceError, UsageError
 
 if TYPE_CHECKING:
     from toolweave.resources import Resources
@@ -67,13 +67,33 @@ class Context:
         call_id: The host's id for the call, if any.
     """
 
-    __slots__ = ("_record", "call_id", "entry", "session")
+    __slots__ = ("_finished", "_record", "call_id", "entry", "session")
 
     def __init__(self, session: Session, entry: ToolEntry | None, call_id: str | None) -> None:
         self.session = session
         self.entry = entry
         self.call_id = call_id
         self._record: CallRecord | None = None
+
+    def _finish(self) -> None:
+        """Mark the tool as finished: reminders, which run then, may read any state."""
+        self._finished = True
+
+    def _check_state(self, model: type[BaseModel]) -> None:
+        entry = self.entry
+        if entry is None or model in entry.tool.state_types:
+            return
+        try:
+            if self._finished:  # set only after the tool ended (unset slots raise)
+                return
+        except AttributeError:
+            pass
+        name = getattr(model, "__qualname__", repr(model))
+        raise UsageError(
+            f"{entry.tool.fqid} uses the state model {name} without declaring it: "
+            f"add it to the tool's `state` (with `state_access = \"shared\"` when its "
+            "calls must not wait for one another)"
+        )
 
     def _call_record(self) -> CallRecord:
         """The call's record (created on first use)."""
@@ -135,18 +155,26 @@ class Context:
 
         Mutate it in place (or replace it with :meth:`set_state`); after the call the
         session saves it when its JSON changed. The first access in a session loads
-        what the store holds (the model's defaults for a new session).
+        what the store holds (the model's defaults for a new session). A tool reads
+        only the models it declares (``state = Model``); reminders read any.
 
         Raises:
-            UsageError: ``model`` is not a pydantic model with defaults for every field.
+            UsageError: The tool does not declare ``model``, or ``model`` is not a
+                pydantic model with defaults for every field.
         """
+        self._check_state(model)
         slot = self.session.state.slot(model)
         self._call_record().touch(slot)
         value: Any = slot.value
         return value  # type: ignore[no-any-return]
 
     def set_state(self, value: BaseModel) -> None:
-        """Replace the session's instance of ``type(value)`` with ``value``."""
+        """Replace the session's instance of ``type(value)`` with ``value``.
+
+        Raises:
+            UsageError: The tool does not declare ``type(value)`` as its state.
+        """
+        self._check_state(type(value))
         self._call_record().touch(self.session.state.replace(value))
 
     # -- other tools and the host -----------------------------------------------------

@@ -15,9 +15,8 @@ from pydantic import ValidationError
 
 from toolweave._batch import CallLike, run_batch
 from toolweave._deadline import Running, Stopped, drive
-from toolweave._erasure import format_validation_error
 from toolweave._guards import Guard, check_guards
-from toolweave._outcomes import drain, failure, from_exception, stop_error
+from toolweave._outcomes import drain, error_result, failure, from_exception, stop_error
 from toolweave._sync import SyncSession
 from toolweave._toolstream import ProgressCallback, ToolStream
 from toolweave.context import CallRecord, Context
@@ -128,7 +127,7 @@ class Session:
         """Run a call's first step inline (asyncio); found out on the first call."""
         self._external: dict[str, ToolEntry] = {}
         self._unlisted: set[str] = set()
-        self._listing: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+        self._listing: dict[str, list[dict[str, Any]]] = {}
         self.external_version = 0
         """Bumped on every change of the external tools; hosts can watch it."""
         if toolset.packs is not None:
@@ -253,8 +252,7 @@ class Session:
         base = self.toolset.definitions(format)
         if not include_external or not self._external:
             return base
-        key = (format, True)
-        cached = self._listing.get(key)
+        cached = self._listing.get(format)
         if cached is None:
             from toolweave.formats import render
 
@@ -263,7 +261,7 @@ class Session:
                 self._external[n].definition for n in sorted(self._external) if n not in hidden
             ]
             cached = base + render(extra, format)
-            self._listing[key] = cached
+            self._listing[format] = cached
         return cached
 
     def render_prompt(self, text: str) -> str:
@@ -357,16 +355,21 @@ class Session:
     # -- calling ------------------------------------------------------------------
 
     def _lookup(self, name: str) -> ToolEntry | None:
-        return self.toolset._by_name.get(name) or self._external.get(name)
+        try:
+            return self.toolset._by_name.get(name) or self._external.get(name)
+        except TypeError:  # an unhashable name
+            return None
 
     def _unknown(self, name: str, call_id: str | None) -> CallResult:
         names = self.toolset.names + sorted(set(self._external) - self._unlisted)
         shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
+        if isinstance(name, str):
+            what = f"There is no tool named {name[:100]!r}"
+        else:
+            what = f"Tool names are strings, not {type(name).__name__}"
+            name = ""
         return failure(
-            ErrorKind.NOT_FOUND,
-            f"There is no tool named {name!r}. Available tools: {shown or 'none'}.",
-            name,
-            call_id,
+            ErrorKind.NOT_FOUND, f"{what}. Available tools: {shown or 'none'}.", name, call_id
         )
 
     async def call(
@@ -394,30 +397,30 @@ class Session:
         Returns:
             The result; failures carry an error and never raise.
         """
-        entry = self.toolset._by_name.get(name) or self._external.get(name)
+        try:
+            entry = self.toolset._by_name.get(name) or self._external.get(name)
+        except TypeError:  # an unhashable name
+            entry = None
         if entry is None:
             return self._unknown(name, call_id)
         if self._guards:
-            refused = check_guards(self._guards, self, entry)
-            if refused is not None:
-                return CallResult(None, refused.message, refused, call_id, entry.tool.fqid, name)
+            refusal = check_guards(self._guards, self, entry)
+            if refusal is not None:
+                return error_result(refusal, entry, call_id)
         try:
             args = entry.parse(arguments)
-        except ValidationError as exc:
-            msg = format_validation_error(exc, name, entry.to_client)
-            return failure(ErrorKind.INVALID_PARAMS, msg, name, call_id, entry.tool.fqid)
-        except ToolError as err:
-            return CallResult(None, err.message, err, call_id, entry.tool.fqid, name)
+        except (ValidationError, ToolError) as exc:
+            return error_result(exc, entry, call_id)
         tool = entry.tool
         ctx = Context(self, entry, call_id)
         if tool.streaming:
             return await ToolStream._collect(self, entry, ctx, args, on_progress)
-        if tool.state_type is not None:
+        if tool.state_locks is not None:
             return await self._call_serialised(ctx, args)
         try:
             if tool.is_coroutine:
-                coro = tool.invoke(ctx, args)  # type: ignore[misc]
                 if self._inline:
+                    coro = tool.invoke(ctx, args)  # type: ignore[misc]
                     try:
                         pending = coro.send(None)
                     except StopIteration as stop:
@@ -425,7 +428,7 @@ class Session:
                     else:
                         raw = await self._wait(coro, pending, entry, call_id)
                 else:
-                    raw = await self._scoped(coro, entry, call_id)
+                    raw = await self._invoke(ctx, args)
             else:
                 raw = tool.invoke(ctx, args)  # type: ignore[misc]
             if ctx._record is None:
@@ -452,41 +455,46 @@ class Session:
         """Finish a call that suspended after its inline first step: under its
         deadline, cancellable by id (see :mod:`toolweave._deadline`)."""
         timeout = self._timeout_for(entry)
-        running = Running()
-        if call_id is not None:
-            self._running[call_id] = running
+        running = self._track(call_id, Running())
         try:
             return await drive(coro, pending, running, timeout)
         except Stopped:
             raise stop_error(running, entry, timeout) from None
         finally:
             coro.close()
-            if call_id is not None and self._running.get(call_id) is running:
-                del self._running[call_id]
+            self._untrack(call_id, running)
 
     async def _scoped(
         self, coro: Coroutine[Any, Any, Any], entry: ToolEntry, call_id: str | None
     ) -> Any:
         """Run a whole call inside a cancel scope (event loops other than asyncio)."""
-        if self._inline is None and self._detect_inline():
-            try:
-                pending = coro.send(None)
-            except StopIteration as stop:
-                return stop.value
-            return await self._wait(coro, pending, entry, call_id)
         timeout = self._timeout_for(entry)
-        running = Running()
-        if call_id is not None:
-            self._running[call_id] = running
+        running = self._track(call_id, Running())
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
                 running.scope = scope
                 return await coro
         finally:
             coro.close()
+            self._untrack(call_id, running)
+        raise stop_error(running, entry, timeout)
+
+    def _track(self, call_id: str | None, running: Running) -> Running:
+        """Make the call ``call_id`` (if given) cancellable through ``running``."""
+        if call_id is not None:
+            try:
+                self._running[call_id] = running
+            except TypeError:  # an unhashable id: the call runs, but cannot be cancelled
+                pass
+        return running
+
+    def _untrack(self, call_id: str | None, running: Running) -> None:
+        """Forget ``call_id`` unless a later call with the same id has taken it over."""
+        try:
             if call_id is not None and self._running.get(call_id) is running:
                 del self._running[call_id]
-        raise stop_error(running, entry, timeout)
+        except TypeError:  # an unhashable id was never tracked
+            pass
 
     def _detect_inline(self) -> bool:
         """Whether calls may run their first step inline (asyncio); remembered."""
@@ -532,23 +540,28 @@ class Session:
         entry = ctx.entry
         assert entry is not None
         info = CallInfo(entry.name, result.effective_tool or entry.tool.fqid, args, result)
+        ctx._finish()
         result.text = apply_reminders(self._reminders, ctx, info, result.text)
         return result
 
     async def _call_serialised(self, ctx: Context, args: Any) -> CallResult:
-        """A call of a tool that declares a state model: it runs while holding that
-        model's lock, from before the tool starts until its state is saved."""
+        """A call of a tool that declares state models for exclusive use: it runs while
+        holding their locks (taken in key order), from before the tool starts until its
+        state is saved."""
         entry = ctx.entry
         assert entry is not None
         tool = entry.tool
-        assert tool.state_type is not None
-        key, lock = self._state.lock(tool.state_type)
-        try:
-            lock.acquire_nowait()
-        except anyio.WouldBlock:
-            return await self._call_after_lock(ctx, args, key, lock)
+        assert tool.state_locks is not None
+        locks = self._state.locks(tool.state_locks)
+        for i, (_, lock) in enumerate(locks):
+            try:
+                lock.acquire_nowait()
+            except anyio.WouldBlock:
+                for _, taken in locks[:i]:
+                    taken.release()
+                return await self._call_after_lock(ctx, args, locks)
         record = ctx._call_record()
-        record.held = {key}
+        record.held = {key for key, _ in locks}
         try:
             try:
                 raw = await self._invoke(ctx, args)
@@ -558,18 +571,19 @@ class Session:
             return await self._post(ctx, args, result)
         finally:
             record.held = None
-            lock.release()
+            for _, lock in reversed(locks):
+                lock.release()
 
     async def _invoke(self, ctx: Context, args: Any) -> Any:
-        """Run a non-streaming tool as :meth:`call` does: first step inline, the rest
-        under the deadline."""
+        """Run a non-streaming tool as :meth:`call` does: on asyncio the first step
+        inline and the rest under the deadline, elsewhere all of it in a cancel scope."""
         entry = ctx.entry
         assert entry is not None
         tool = entry.tool
         if not tool.is_coroutine:
             return tool.invoke(ctx, args)  # type: ignore[misc]
         coro = tool.invoke(ctx, args)  # type: ignore[misc]
-        if not self._inline:
+        if not (self._inline or (self._inline is None and self._detect_inline())):
             return await self._scoped(coro, entry, ctx.call_id)
         try:
             pending = coro.send(None)
@@ -578,9 +592,9 @@ class Session:
         return await self._wait(coro, pending, entry, ctx.call_id)
 
     async def _call_after_lock(
-        self, ctx: Context, args: Any, key: str, lock: anyio.Semaphore
+        self, ctx: Context, args: Any, locks: tuple[tuple[str, anyio.Semaphore], ...]
     ) -> CallResult:
-        """:meth:`_call_serialised` when another call holds the lock: the wait for it
+        """:meth:`_call_serialised` when another call holds a lock: the wait for them
         counts against the deadline and can be cancelled."""
         entry = ctx.entry
         assert entry is not None
@@ -588,33 +602,33 @@ class Session:
         call_id = ctx.call_id
         record = ctx._call_record()
         timeout = self._timeout_for(entry)
-        running = Running()
-        if call_id is not None:
-            self._running[call_id] = running
+        running = self._track(call_id, Running())
+        taken: list[anyio.Semaphore] = []
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
                 running.scope = scope
-                async with lock:
-                    record.held = {key}
-                    try:
-                        if tool.is_coroutine:
-                            raw = await tool.invoke(ctx, args)  # type: ignore[misc]
-                        else:
-                            raw = tool.invoke(ctx, args)  # type: ignore[misc]
-                        result = self._result(ctx, raw)
-                    except Exception as exc:
-                        result = from_exception(exc, entry, call_id)
-                    try:
-                        return await self._post(ctx, args, result)
-                    finally:
-                        record.held = None
+                for _, lock in locks:
+                    await lock.acquire()
+                    taken.append(lock)
+                record.held = {key for key, _ in locks}
+                try:
+                    if tool.is_coroutine:
+                        raw = await tool.invoke(ctx, args)  # type: ignore[misc]
+                    else:
+                        raw = tool.invoke(ctx, args)  # type: ignore[misc]
+                    result = self._result(ctx, raw)
+                except Exception as exc:
+                    result = from_exception(exc, entry, call_id)
+                try:
+                    return await self._post(ctx, args, result)
+                finally:
+                    record.held = None
         finally:
-            if call_id is not None and self._running.get(call_id) is running:
-                del self._running[call_id]
-        stopped = stop_error(running, entry, timeout)
-        return await self._post(
-            ctx, args, CallResult(None, stopped.message, stopped, call_id, tool.fqid, entry.name)
-        )
+            for lock in reversed(taken):
+                lock.release()
+            self._untrack(call_id, running)
+        stopped = error_result(stop_error(running, entry, timeout), entry, call_id)
+        return await self._post(ctx, args, stopped)
 
     async def _call_inner(self, parent: Context, name: str, arguments: Any) -> CallResult:
         """A call made by a tool through its context: guards, validation and deadline
@@ -631,33 +645,40 @@ class Session:
         if entry is None:
             return self._unknown(name, None)
         if self._guards:
-            refused = check_guards(self._guards, self, entry)
-            if refused is not None:
-                return CallResult(None, refused.message, refused, None, entry.tool.fqid, name)
+            refusal = check_guards(self._guards, self, entry)
+            if refusal is not None:
+                return error_result(refusal, entry, None)
         try:
             args = entry.parse(arguments)
-        except ValidationError as exc:
-            msg = format_validation_error(exc, name, entry.to_client)
-            return failure(ErrorKind.INVALID_PARAMS, msg, name, None, entry.tool.fqid)
-        except ToolError as err:
-            return CallResult(None, err.message, err, None, entry.tool.fqid, name)
+        except (ValidationError, ToolError) as exc:
+            return error_result(exc, entry, None)
         tool = entry.tool
         ctx = Context(self, entry, None)
         ctx._record = CallRecord(parent_record)
         root = parent_record.root
         try:
-            state_type = tool.state_type
-            key, lock = self._state.lock(state_type) if state_type is not None else ("", None)
-            if lock is None or (root.held is not None and key in root.held):
+            models = tool.state_locks
+            held = root.held
+            needed = [
+                (key, lock)
+                for key, lock in (self._state.locks(models) if models is not None else ())
+                if held is None or key not in held
+            ]
+            if not needed:
                 raw = await self._run_inner(ctx, args)
             else:
-                async with lock:
-                    held = root.held = root.held or set()
-                    held.add(key)
-                    try:
-                        raw = await self._run_inner(ctx, args)
-                    finally:
+                held = root.held = held if held is not None else set()
+                taken: list[tuple[str, anyio.Semaphore]] = []
+                try:
+                    for key, lock in needed:
+                        await lock.acquire()
+                        taken.append((key, lock))
+                        held.add(key)
+                    raw = await self._run_inner(ctx, args)
+                finally:
+                    for key, lock in reversed(taken):
                         held.discard(key)
+                        lock.release()
             result = self._result(ctx, raw)
         except Exception as exc:
             result = from_exception(exc, entry, None)

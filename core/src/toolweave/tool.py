@@ -13,6 +13,7 @@ from typing import (
     Any,
     ClassVar,
     Generic,
+    Literal,
     TypeVar,
     get_args,
     get_origin,
@@ -34,6 +35,7 @@ __all__ = [
     "FunctionTool",
     "Kind",
     "Lifecycle",
+    "StateAccess",
     "Tool",
     "ToolOutput",
     "tool",
@@ -123,6 +125,10 @@ class Capabilities:
     timeout: float | None = None
 
 
+StateAccess = Literal["exclusive", "shared"]
+"""How a tool's calls use its declared state models (see ``Tool.state_access``)."""
+
+
 class ToolOutput(BaseModel):
     """Optional base for tool outputs: override :meth:`to_model` to control the model text."""
 
@@ -153,7 +159,14 @@ class Tool(Generic[ArgsT, OutputT]):
         reminders: Tool-internal reminders (instances or classes of
             :class:`~toolweave.reminders.Reminder`), active while the tool is in the set.
         params: A pydantic model of the tool's configuration, or ``None``.
-        state: A pydantic model of the tool's persisted runtime state, or ``None``.
+        state: The pydantic model (or a tuple of models) of the persisted runtime state
+            the tool reads and writes through ``ctx.state``; ``None`` for none. Reading
+            a model the tool does not declare is an error.
+        state_access: ``"exclusive"`` (the default): calls of tools declaring the same
+            model run one at a time, each holding the model's lock from before it starts
+            until its state is saved. ``"shared"``: no lock; the tool promises to change
+            the state only between two awaits (never read, await, then write back), so
+            a long call never holds up the others. See :mod:`toolweave.state`.
         requires: A dependency expression over the configured set, or ``None``
             (see :func:`toolweave.compile_expression` for the syntax).
         conflicts: Ids (``edit_file`` or ``fs:edit_file``) of tools that must not be
@@ -175,7 +188,8 @@ class Tool(Generic[ArgsT, OutputT]):
     emitted_notifications: ClassVar[tuple[str, ...]] = ()
     reminders: ClassVar[tuple[Reminder | type[Reminder], ...]] = ()
     params: ClassVar[type[BaseModel] | None] = None
-    state: ClassVar[type[BaseModel] | None] = None
+    state: ClassVar[type[BaseModel] | tuple[type[BaseModel], ...] | None] = None
+    state_access: ClassVar[StateAccess] = "exclusive"
     requires: ClassVar[str | None] = None
     conflicts: ClassVar[tuple[str, ...]] = ()
     version: ClassVar[str] = "1"
@@ -290,7 +304,8 @@ def tool(
     concurrency_safe: bool | None = None,
     timeout: float | None = None,
     params: type[BaseModel] | None = None,
-    state: type[BaseModel] | None = None,
+    state: type[BaseModel] | tuple[type[BaseModel], ...] | None = None,
+    state_access: StateAccess = "exclusive",
     requires: str | None = None,
     conflicts: tuple[str, ...] = (),
     version: str = "1",
@@ -312,7 +327,8 @@ def tool(
     concurrency_safe: bool | None = None,
     timeout: float | None = None,
     params: type[BaseModel] | None = None,
-    state: type[BaseModel] | None = None,
+    state: type[BaseModel] | tuple[type[BaseModel], ...] | None = None,
+    state_access: StateAccess = "exclusive",
     requires: str | None = None,
     conflicts: tuple[str, ...] = (),
     version: str = "1",
@@ -390,6 +406,7 @@ def tool(
             "capabilities": caps,
             "params": params,
             "state": state,
+            "state_access": state_access,
             "requires": requires,
             "conflicts": tuple(conflicts),
             "version": version,

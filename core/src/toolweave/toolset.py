@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 
-from toolweave._erasure import ErasedTool
+from toolweave._erasure import (
+    ErasedTool,
+    invalid_arguments,
+    read_only_as,
+    unreadable_arguments,
+    validation_problems,
+)
 from toolweave._merge import BuildReport
 from toolweave.config import ToolSetConfig
-from toolweave.tool import READ_ONLY_KINDS, Kind
+from toolweave.errors import ErrorKind, ToolError
+from toolweave.tool import Kind
 
 if TYPE_CHECKING:
     from toolweave._expr import SetView
@@ -120,13 +127,8 @@ class ToolEntry:
     ) -> None:
         self.name = name
         self.tool = tool
-        if kind is None or kind == tool.kind:
-            self.kind = tool.kind
-            self.read_only = tool.read_only
-        else:
-            self.kind = Kind(kind)
-            declared = tool.capabilities.read_only
-            self.read_only = self.kind in READ_ONLY_KINDS if declared is None else declared
+        self.kind = tool.kind if kind is None else Kind(kind)
+        self.read_only = read_only_as(tool.capabilities, self.kind)
         self.description = tool.description if description is None else description
         self.to_client = dict(to_client) if to_client else None
         self.to_canonical = {v: k for k, v in to_client.items()} if to_client else None
@@ -140,16 +142,58 @@ class ToolEntry:
         return f"<ToolEntry {self.name!r} → {self.tool.fqid}>"
 
     def _parse_renamed(self, raw: Any) -> Any:
-        assert self.to_canonical is not None
-        data = raw
-        if isinstance(raw, (str, bytes, bytearray)):
-            try:
-                data = json.loads(raw)
-            except ValueError:
-                return self.tool.parse(raw)  # let the tool's parser report the JSON error
-        if isinstance(data, Mapping):
-            data = {self.to_canonical.get(k, k): v for k, v in data.items()}
-        return self.tool.parse(data)
+        """Parse arguments that use the client's parameter names.
+
+        A renamed parameter's canonical name is not a parameter for the model (``path``
+        renamed to ``file_path`` accepts only ``file_path``). Failures are typed as in
+        :meth:`ErasedTool.parse`; arguments that are not a JSON object go to the tool's
+        own parser, so they read exactly as for a tool without renames.
+        """
+        try:
+            data = raw
+            if isinstance(raw, (str, bytes, bytearray)):
+                try:
+                    data = from_json(raw)
+                except ValueError:
+                    data = None
+                if type(data) is not dict:
+                    return self.tool.parse(raw)  # reports the JSON error or the wrong type
+            if isinstance(data, Mapping):
+                data = self._to_canonical(data)
+            return self.tool.parse(data)
+        except (ValidationError, ToolError):
+            raise
+        except Exception as exc:
+            raise unreadable_arguments(exc) from exc
+
+    def _to_canonical(self, data: Mapping[Any, Any]) -> dict[Any, Any]:
+        to_canonical = self.to_canonical
+        to_client = self.to_client
+        assert to_canonical is not None
+        assert to_client is not None
+        out: dict[Any, Any] = {}
+        hidden: list[str] = []
+        for key, value in data.items():
+            canonical = to_canonical.get(key)
+            if canonical is None:
+                if key in to_client:
+                    hidden.append(key)
+                    continue
+                canonical = key
+            out[canonical] = value
+        if not hidden:
+            return out
+        problems = [
+            f"`{key}` is not a parameter of this tool (it is called `{to_client[key]}` here)"
+            for key in hidden
+        ]
+        try:
+            self.tool.parse(out)
+        except ValidationError as exc:
+            problems += validation_problems(exc, to_client)
+        except ToolError:
+            pass
+        raise ToolError(ErrorKind.INVALID_PARAMS, invalid_arguments(self.name, problems))
 
     @property
     def input_schema(self) -> dict[str, Any]:

@@ -76,3 +76,39 @@ async def test_unrenamed_tools_are_called_as_before(builder):
     result = await session.call("Edit", {"path": "a", "old_string": "x", "new_string": "y"})
     assert result.error is None
     assert result.output == "edited"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("as_json", [False, True])
+async def test_canonical_name_of_a_renamed_parameter_is_not_accepted(builder, as_json):
+    """`path` renamed to `file_path` is unknown to the model: alone or next to
+    `file_path`, it is invalid_params naming both, and the tool does not run."""
+    session = builder.build(CONFIG).session()
+    cases = [
+        ({"path": "a.txt"}, "`file_path` is required but missing"),
+        ({"path": "a.txt", "file_path": "b.txt"}, None),
+    ]
+    for given, also in cases:
+        arguments = json.dumps(given) if as_json else given
+        result = await session.call("Read", arguments, "c1")
+        assert result.error is not None, result.text
+        assert result.error.kind == "invalid_params"
+        assert result.output is None
+        assert result.text.startswith("Invalid arguments for Read: ")
+        assert "`path` is not a parameter of this tool (it is called `file_path` here)" in (
+            result.text
+        )
+        if also is not None:
+            assert also in result.text
+
+
+@pytest.mark.anyio
+async def test_json_null_and_non_objects_read_as_for_a_tool_without_renames(builder):
+    """Renamed entries refuse `null`, lists and numbers exactly as plain entries do."""
+    session = builder.build(CONFIG).session()
+    for raw in ("null", "[1]", "3"):
+        renamed = await session.call("Read", raw)
+        plain = await session.call("Edit", raw)
+        assert renamed.error is not None
+        assert renamed.error.kind == "invalid_params"
+        assert renamed.text == plain.text.replace("Edit", "Read")

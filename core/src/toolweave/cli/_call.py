@@ -16,6 +16,7 @@ from toolweave.cli._common import (
     ExcludeOpt,
     JsonOpt,
     PacksOpt,
+    WorkspaceOpt,
     build_toolset,
     err,
     guarded,
@@ -106,16 +107,7 @@ def call(
         str,
         typer.Argument(help="The arguments as a JSON object; '-' reads them from standard input."),
     ] = "{}",
-    workspace: Annotated[
-        Path | None,
-        typer.Option(
-            "--workspace",
-            "-w",
-            help="Workspace root (default: the current directory).",
-            file_okay=False,
-            show_default=False,
-        ),
-    ] = None,
+    workspace: WorkspaceOpt = None,
     timeout: Annotated[
         float | None,
         typer.Option(

@@ -24,8 +24,10 @@ __all__ = [
     "ExcludeOpt",
     "JsonOpt",
     "PacksOpt",
+    "WorkspaceOpt",
     "build_toolset",
     "err",
+    "escape",
     "guarded",
     "load_config",
     "load_packs",
@@ -75,6 +77,16 @@ ConfigOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workspace",
+        "-w",
+        help="Workspace root (default: the current directory).",
+        file_okay=False,
+        show_default=False,
+    ),
+]
 
 
 class CliError(Exception):
@@ -93,16 +105,17 @@ def fail(message: str, hint: str = "", code: int = 1) -> NoReturn:
 
 
 def _report(exc: CliError) -> NoReturn:
-    err.print(f"[bold red]error:[/] {_escape(exc.message)}")
+    err.print(f"[bold red]error:[/] {escape(exc.message)}")
     if exc.hint:
-        err.print(f"[dim]hint:[/] {_escape(exc.hint)}")
+        err.print(f"[dim]hint:[/] {escape(exc.hint)}")
     raise typer.Exit(exc.code)
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
+def escape(text: str) -> str:
+    """``text`` with rich markup escaped, to print as it is."""
+    from rich.markup import escape as escape_markup
 
-    return escape(text)
+    return escape_markup(text)
 
 
 def _translate(exc: BaseException) -> CliError:
@@ -196,7 +209,7 @@ def build_toolset(manager: PackManager, config: Path | None) -> ToolSet:
     """The tool set of the loaded packs, built from ``config`` when given."""
     builder = manager.builder()
     for info in manager.failed:
-        err.print(f"[yellow]warning:[/] {_escape(str(info.error))}")
+        err.print(f"[yellow]warning:[/] {escape(str(info.error))}")
     return builder.build(load_config(config) if config is not None else None)
 
 

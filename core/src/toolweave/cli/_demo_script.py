@@ -67,20 +67,28 @@ WORKSPACE = {
 }
 """The files of the demo workspace."""
 
+_TODOS = ("Find out why the checks fail", "Fix the bug", "Run the checks again")
+"""The agent's todo list."""
+
+
+def _todos(*statuses: str) -> dict[str, object]:
+    """``todo_write`` arguments: :data:`_TODOS` with these statuses, in order."""
+    return {
+        "todos": [
+            {"content": content, "status": status}
+            for content, status in zip(_TODOS, statuses, strict=True)
+        ]
+    }
+
 
 def script() -> list[Step | list[Step]]:
     """The model's tool calls, in order (a list inside is one reply with parallel calls)."""
     python = shlex.quote(sys.executable)
+    fix = {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
     return [
         step(
             "todo_write",
-            {
-                "todos": [
-                    {"content": "Find out why the checks fail", "status": "in_progress"},
-                    {"content": "Fix the bug", "status": "pending"},
-                    {"content": "Run the checks again", "status": "pending"},
-                ]
-            },
+            _todos("in_progress", "pending", "pending"),
             note="plan the work as todos",
         ),
         [
@@ -94,14 +102,10 @@ def script() -> list[Step | list[Step]]:
             contains=("checking add: FAIL", "exit code 1"),
             note="a streaming command: the checks fail",
         ),
+        step("edit_file", fix, note="fix the bug"),
         step(
             "edit_file",
-            {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"},
-            note="fix the bug",
-        ),
-        step(
-            "edit_file",
-            {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"},
+            fix,
             expect="not_found",
             note="a typed error: the text is no longer there",
         ),
@@ -131,15 +135,7 @@ def script() -> list[Step | list[Step]]:
             needs=["bash", "todo_write", "grep"],
         ),
         step(
-            "todo_write",
-            {
-                "todos": [
-                    {"content": "Find out why the checks fail", "status": "completed"},
-                    {"content": "Fix the bug", "status": "completed"},
-                    {"content": "Run the checks again", "status": "in_progress"},
-                ]
-            },
-            note="update the todos",
+            "todo_write", _todos("completed", "completed", "in_progress"), note="update the todos"
         ),
         step("enter_plan", {}, note="switch to plan mode"),
         step(

@@ -13,6 +13,7 @@ from toolweave.cli._common import (
     JsonOpt,
     PacksOpt,
     build_toolset,
+    escape,
     fail,
     guarded,
     load_packs,
@@ -71,17 +72,11 @@ def packs(
             dist = f"{info.dist} {info.version}" if info.dist else "(host)"
             tools = ", ".join(t.split(":", 1)[1] for t in info.tools)
             if info.error is not None:
-                tools = f"[red]{_esc(str(info.error))}[/]"
+                tools = f"[red]{escape(str(info.error))}[/]"
             table.add_row(info.name, f"[{styles[info.status]}]{info.status}[/]", dist, tools or "-")
         out.print(table)
     if strict and manager.failed:
         raise typer.Exit(1)
-
-
-def _esc(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 @guarded
@@ -142,7 +137,7 @@ def _table(toolset: ToolSet) -> None:
     room = max(20, out.width - used - 1)
     for row in rows:
         text = row[4] if len(row[4]) <= room else row[4][: room - 1] + "…"
-        grid.add_row(*(_esc(cell) for cell in row[:4]), _esc(text))
+        grid.add_row(*(escape(cell) for cell in row[:4]), escape(text))
     out.print(grid)
 
 
@@ -228,7 +223,7 @@ def describe(
     flags = ["read-only" if entry.read_only else "changes things"]
     if tool.streaming:
         flags.append("streams progress")
-    out.print(f"[bold]{entry.name}[/]  [dim]{tool.fqid} v{tool.version} · {_esc(tool.origin)}[/]")
+    out.print(f"[bold]{entry.name}[/]  [dim]{tool.fqid} v{tool.version} · {escape(tool.origin)}[/]")
     out.print(f"kind {entry.kind.value} · {' · '.join(flags)}")
     out.print()
     out.print(Markdown(entry.description))
@@ -240,15 +235,15 @@ def describe(
         default = "" if row["required"] else json.dumps(row["default"])
         grid.add_row(
             row["name"],
-            _esc(row["type"]),
+            escape(row["type"]),
             "yes" if row["required"] else "",
-            _esc(default),
-            _esc(row["description"]),
+            escape(default),
+            escape(row["description"]),
         )
     out.print(grid)
     if params is not None:
         out.print()
-        out.print("[bold]params[/] " + _esc(json.dumps(params)))
+        out.print("[bold]params[/] " + escape(json.dumps(params)))
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ from toolweave.cli._common import (
     ConfigOpt,
     ExcludeOpt,
     PacksOpt,
+    WorkspaceOpt,
     build_toolset,
     err,
     guarded,
@@ -31,16 +32,7 @@ def serve(
             show_default=False,
         ),
     ] = None,
-    workspace: Annotated[
-        Path | None,
-        typer.Option(
-            "--workspace",
-            "-w",
-            help="Workspace root (default: the current directory).",
-            file_okay=False,
-            show_default=False,
-        ),
-    ] = None,
+    workspace: WorkspaceOpt = None,
     name: Annotated[
         str, typer.Option("--name", help="Server name shown to clients.")
     ] = "toolweave",

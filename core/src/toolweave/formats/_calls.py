@@ -152,6 +152,15 @@ async def _call_all(session: Session, calls: list[ToolCall]) -> list[CallResult]
 
 
 def _without_optional_nulls(session: Session, call: ToolCall) -> ToolCall:
+    """``call`` without the ``null`` arguments that mean "not given"; ``call`` as it is
+    when its arguments cannot be read (the session reports why)."""
+    try:
+        return _drop_nulls(session, call)
+    except Exception:  # too deep, odd mappings, ...: Session.call says what is wrong
+        return call
+
+
+def _drop_nulls(session: Session, call: ToolCall) -> ToolCall:
     raw = call.arguments
     if isinstance(raw, (str, bytes, bytearray)):
         if (isinstance(raw, str) and "null" not in raw) or (

@@ -161,19 +161,11 @@ class MCPPool:
                     watch_file, self.config_path, self.reload_interval, self._file_changed
                 )
         except BaseException:
-            await self._close(None, None, None)
+            await self.__aexit__(None, None, None)
             raise
         return self
 
     async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._close(exc_type, exc, tb)
-
-    async def _close(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,

@@ -63,6 +63,7 @@ class SessionState:
     __slots__ = (
         "_lock_of",
         "_locks",
+        "_locks_of",
         "_open_store",
         "_persist_lock",
         "_raw",
@@ -79,6 +80,9 @@ class SessionState:
         self._slots: dict[type[BaseModel], StateSlot] = {}
         self._locks: dict[str, anyio.Semaphore] = {}
         self._lock_of: dict[type[BaseModel], tuple[str, anyio.Semaphore]] = {}
+        self._locks_of: dict[
+            tuple[type[BaseModel], ...], tuple[tuple[str, anyio.Semaphore], ...]
+        ] = {}
         self._persist_lock: anyio.Lock | None = None
 
     @property
@@ -178,6 +182,18 @@ class SessionState:
             if lock is None:
                 lock = self._locks[key] = anyio.Semaphore(1)
             found = self._lock_of[model] = (key, lock)
+        return found
+
+    def locks(
+        self, models: tuple[type[BaseModel], ...]
+    ) -> tuple[tuple[str, anyio.Semaphore], ...]:
+        """The keys and locks of ``models``, one per key, sorted by key: every call
+        takes the locks it needs in this one order, so two calls never wait on each
+        other crosswise."""
+        found = self._locks_of.get(models)
+        if found is None:
+            by_key = dict(self.lock(model) for model in models)
+            found = self._locks_of[models] = tuple(sorted(by_key.items()))
         return found
 
     async def persist(self, slots: Iterable[StateSlot]) -> None:

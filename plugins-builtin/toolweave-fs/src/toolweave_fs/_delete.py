@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
-from typing import Literal
 
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
-from toolweave_fs._filesystem import filesystem, os_error
+from toolweave_fs._filesystem import EntryType, entry_type, filesystem, os_error
 
 __all__ = ["Delete", "DeleteArgs", "DeleteOutput"]
-
-EntryType = Literal["file", "directory", "symlink", "other"]
 
 
 class DeleteArgs(BaseModel):
@@ -40,17 +36,6 @@ class DeleteOutput(ToolOutput):
     def to_model(self) -> str:
         """One line saying what was deleted."""
         return f"Deleted {self.type} `{self.path}`."
-
-
-def entry_type(mode: int) -> EntryType:
-    """The kind of a directory entry from its ``lstat`` mode."""
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISREG(mode):
-        return "file"
-    return "other"
 
 
 class Delete(Tool[DeleteArgs, DeleteOutput]):

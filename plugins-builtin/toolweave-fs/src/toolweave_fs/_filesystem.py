@@ -8,10 +8,21 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Literal
 
 from toolweave import ErrorKind, Resources, ToolError, Workspace
 
-__all__ = ["FileSystem", "encode", "filesystem", "os_error", "read_text"]
+__all__ = [
+    "EntryType",
+    "FileSystem",
+    "encode",
+    "entry_type",
+    "filesystem",
+    "os_error",
+    "read_text",
+]
+
+EntryType = Literal["file", "directory", "symlink", "other"]
 
 
 class FileSystem:
@@ -135,6 +146,17 @@ def filesystem(resources: Resources) -> FileSystem:
     return resources.get_or_default(
         FileSystem, lambda: FileSystem(resources.require(Workspace).root)
     )
+
+
+def entry_type(mode: int) -> EntryType:
+    """The kind of a directory entry from its ``lstat`` mode."""
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISREG(mode):
+        return "file"
+    return "other"
 
 
 def os_error(exc: OSError, shown: str) -> ToolError:

@@ -10,8 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
-from toolweave_fs._delete import EntryType, entry_type
-from toolweave_fs._filesystem import filesystem, os_error
+from toolweave_fs._filesystem import EntryType, entry_type, filesystem, os_error
 
 __all__ = ["DirEntry", "ListDir", "ListDirArgs", "ListDirOutput", "ListDirParams"]
 

@@ -9,8 +9,7 @@ import shutil
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
-from toolweave_fs._delete import EntryType, entry_type
-from toolweave_fs._filesystem import filesystem, os_error
+from toolweave_fs._filesystem import EntryType, entry_type, filesystem, os_error
 
 __all__ = ["Move", "MoveArgs", "MoveOutput"]
 

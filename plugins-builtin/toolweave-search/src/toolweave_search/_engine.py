@@ -10,16 +10,29 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import anyio.to_thread
+from pydantic import BaseModel
 from toolweave import ErrorKind, ToolError
 
 from toolweave_search._pyengine import python_files, python_grep
 from toolweave_search._results import FileHits, GrepQuery
 from toolweave_search._rgengine import find_ripgrep, rg_files, rg_grep
 
-__all__ = ["Engine", "list_files", "resolve_engine", "search"]
+__all__ = ["Engine", "EngineParams", "list_files", "resolve_engine", "search"]
 
 Engine = Literal["auto", "ripgrep", "python"]
 """``auto`` uses ripgrep when it is installed; the others force one engine."""
+
+
+class EngineParams(BaseModel):
+    """The engine settings every search tool's configuration has."""
+
+    engine: Engine = "auto"
+    """``auto`` (ripgrep when installed), ``ripgrep`` or ``python``."""
+
+    ripgrep_path: str | None = None
+    """The ``rg`` program (default: the one installed with ``toolweave-search[rg]``, or
+    the first on ``PATH``)."""
+
 
 T = TypeVar("T")
 

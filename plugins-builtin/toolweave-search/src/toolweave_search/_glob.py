@@ -18,7 +18,7 @@ from toolweave import (
     Workspace,
 )
 
-from toolweave_search._engine import Engine, list_files, resolve_engine
+from toolweave_search._engine import EngineParams, list_files, resolve_engine
 from toolweave_search._globs import GlobFilter, literal_prefix
 
 __all__ = ["Glob", "GlobArgs", "GlobOutput", "GlobParams"]
@@ -43,15 +43,8 @@ class GlobArgs(BaseModel):
     """The folder the pattern is relative to."""
 
 
-class GlobParams(BaseModel):
+class GlobParams(EngineParams):
     """Configuration of ``glob``."""
-
-    engine: Engine = "auto"
-    """``auto`` (ripgrep when installed, to list files), ``ripgrep`` or ``python``."""
-
-    ripgrep_path: str | None = None
-    """The ``rg`` program (default: the one installed with ``toolweave-search[rg]``, or
-    the first on ``PATH``)."""
 
     max_results: int = Field(default=100, ge=1)
     """The most paths returned (the newest ones)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 from toolweave import Capabilities, Context, Kind, Tool, ToolOutput, Workspace
 
-from toolweave_search._engine import Engine, resolve_engine, search
+from toolweave_search._engine import EngineParams, resolve_engine, search
 from toolweave_search._results import GrepQuery, OutputMode, format_hits
 
 __all__ = ["Grep", "GrepArgs", "GrepOutput", "GrepParams"]
@@ -83,15 +83,8 @@ class GrepArgs(BaseModel):
     """The most entries to return."""
 
 
-class GrepParams(BaseModel):
+class GrepParams(EngineParams):
     """Configuration of ``grep``."""
-
-    engine: Engine = "auto"
-    """``auto`` (ripgrep when installed), ``ripgrep`` or ``python``."""
-
-    ripgrep_path: str | None = None
-    """The ``rg`` program (default: the one installed with ``toolweave-search[rg]``, or
-    the first on ``PATH``)."""
 
     default_head_limit: int = Field(default=250, ge=1)
     """Entries returned when the call sets no ``head_limit``."""

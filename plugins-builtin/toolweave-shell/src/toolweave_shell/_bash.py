@@ -192,6 +192,8 @@ class Bash(Tool[BashArgs, BashOutput]):
     description = _DESCRIPTION
     capabilities = Capabilities(read_only=False, scope="system", timeout=3_630.0)
     params = BashParams
+    state = ShellTasks
+    state_access = "shared"  # starting a task must not wait for a long wait_tasks
     emitted_notifications = EXECUTION_NOTIFICATIONS
 
     async def stream(self, ctx: Context, args: BashArgs) -> AsyncIterator[Progress | BashOutput]:

@@ -1,10 +1,11 @@
 """The background-task tools: ``task_output``, ``wait_tasks`` and ``kill_task``.
 
-They keep task records in the session state model :class:`ShellTasks` through
-``ctx.state`` without declaring it as their ``state``: a declared model serialises
-every call of the tools that declare it, and a wait of several minutes must not hold up
-reading or stopping another task (nor ``bash``, which starts tasks). Every change to
-the records happens between two awaits, so the calls need no lock to stay consistent.
+They keep task records in the session state model :class:`ShellTasks`, declared with
+``state_access = "shared"``: an exclusive model would serialise every call of the
+tools that declare it, and a wait of several minutes must not hold up reading or
+stopping another task (nor ``bash``, which starts tasks). Every change to the records
+happens between two awaits (never read, await, then write back), so the calls need no
+lock to stay consistent.
 """
 
 from __future__ import annotations
@@ -207,6 +208,8 @@ reads tasks that already exist."""
     capabilities = Capabilities(read_only=True, scope="system", timeout=3_630.0)
     params = TaskParams
     requires = REQUIRES
+    state = ShellTasks
+    state_access = "shared"
 
     async def run(self, ctx: Context, args: TaskOutputArgs) -> TaskOutputResult:
         """Optionally wait, then read the new output."""
@@ -278,6 +281,8 @@ that with the task output tool. Do not wait on servers or watchers: they never e
     capabilities = Capabilities(read_only=True, scope="system", timeout=3_630.0)
     params = TaskParams
     requires = REQUIRES
+    state = ShellTasks
+    state_access = "shared"
 
     async def run(self, ctx: Context, args: WaitTasksArgs) -> WaitTasksResult:
         """Wait, then summarise each task."""
@@ -346,6 +351,8 @@ server they are using) unless they asked you to."""
     capabilities = Capabilities(read_only=False, scope="system", timeout=60.0)
     params = TaskParams
     requires = REQUIRES
+    state = ShellTasks
+    state_access = "shared"
 
     async def run(self, ctx: Context, args: KillTaskArgs) -> KillTaskResult:
         """Kill the task's process group, then report."""
