@@ -34,10 +34,11 @@ def _sync(session: nox.Session) -> None:
 
 
 def _typed_sources() -> list[str]:
-    """core/src, every pack's src and the pack template's src, relative to the root."""
+    """core/src, every pack's src, the pack template's src and the benchmarks."""
     sources = [ROOT / "core" / "src"]
     for folder in ("plugins-builtin", "plugins-contrib"):
         sources += sorted(ROOT.glob(f"{folder}/*/src"))
+    sources += [ROOT / "benchmarks" / "run.py", ROOT / "benchmarks" / "twbench"]
     return [str(path.relative_to(ROOT)) for path in sources]
 
 
@@ -58,7 +59,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def types(session: nox.Session) -> None:
-    """mypy in strict mode over core and every pack."""
+    """mypy in strict mode over core, every pack and the benchmarks."""
     _sync(session)
     session.run("mypy", *_typed_sources(), *session.posargs)
 

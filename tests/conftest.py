@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,6 +45,39 @@ def render_template(parent: Path, name: str) -> Path:
         if PLACEHOLDER in path.name:
             path.rename(path.with_name(path.name.replace(PLACEHOLDER, name)))
     return dest
+
+
+def install_into(project: Path, site: Path) -> Path:
+    """Build ``project``'s wheel with hatchling and unpack it into ``site``, as pip would.
+
+    A pure-Python wheel unpacked into a folder on ``PYTHONPATH`` is an installed
+    distribution: its metadata and entry points are found, so a pack's conformance
+    test (which loads the pack through its entry point) runs as after ``pip install``.
+
+    Returns:
+        ``site``.
+    """
+    pytest.importorskip("hatchling", reason="hatchling (the packs' build backend) is missing")
+    out = site.parent / f"{project.name}-dist"
+    done = subprocess.run(
+        [sys.executable, "-m", "hatchling", "build", "--target", "wheel", "-d", str(out)],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = out.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    return site
+
+
+@pytest.fixture(scope="session")
+def pack_installer() -> Callable[[Path, Path], Path]:
+    """:func:`install_into`, for tests that run a pack's own tests as if installed."""
+    return install_into
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ needs_fs = pytest.mark.skipif("fs" not in INSTALLED, reason="toolweave-fs is not
 needs_shell = pytest.mark.skipif(
     "shell" not in INSTALLED, reason="toolweave-shell is not installed"
 )
+needs_plan = pytest.mark.skipif("plan" not in INSTALLED, reason="toolweave-plan is not installed")
 
 
 def invoke(*args: str, input: str | None = None) -> tuple[int, str, str]:
@@ -73,13 +74,30 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 COMMANDS = ["packs", "tools", "describe", "call", "check", "serve", "demo", "new-pack"]
 
 
+def _examples(help_text: str) -> list[str]:
+    """The example commands of a docstring or epilog (after **Examples**), comments cut."""
+    _, _, after = help_text.partition("**Examples**")
+    return [line.split("  #")[0].strip() for line in after.splitlines() if "toolweave " in line]
+
+
+def _starts_a_line(example: str, shown: str) -> bool:
+    return any(line.strip().startswith(example) for line in shown.splitlines())
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help_with_examples(command: str) -> None:
-    """`--help` works on every command and shows examples that use the command."""
+    """`--help` works on every command and shows each example on a line of its own."""
+    import typer
+
     code, out, _ = invoke(command, "--help")
     assert code == 0
     assert "Examples" in out
-    assert f"toolweave {command}" in out
+    help_text = typer.main.get_command(app).commands[command].help  # type: ignore[attr-defined]
+    examples = _examples(help_text or "")
+    assert examples
+    assert all(f"toolweave {command}" in example for example in examples)
+    for example in examples:
+        assert _starts_a_line(example, out), f"{example!r} is not on a line of its own"
 
 
 def test_root_help_lists_every_command() -> None:
@@ -88,7 +106,10 @@ def test_root_help_lists_every_command() -> None:
     assert code == 0
     for command in COMMANDS:
         assert command in out
-    assert "toolweave demo" in out
+    from toolweave.cli._app import EPILOG
+
+    for example in _examples(EPILOG):
+        assert _starts_a_line(example, out), f"{example!r} is not on a line of its own"
     code, out, _ = invoke()
     assert "Usage" in out
 
@@ -163,6 +184,12 @@ def test_tools_prints_definitions_as_json() -> None:
     assert all(d["function"]["strict"] is True for d in strict)
     code, out, _ = invoke("tools", "-p", "fs", "-f", "anthropic")
     assert {d["name"] for d in json.loads(out)} >= {"read_file", "edit_file"}
+    code, out, _ = invoke("tools", "-p", "fs", "--json", "-f", "anthropic")
+    assert code == 0
+    assert {d["name"] for d in json.loads(out)} >= {"read_file", "edit_file"}
+    code, _, err = invoke("tools", "-p", "fs", "--json", "--table")
+    assert code == 2
+    assert_one_line_error(err, "--table", "--json")
 
 
 @needs_fs
@@ -186,7 +213,7 @@ def test_tools_unknown_format_and_pack_are_one_line_errors() -> None:
     """Bad input gives one error line with a hint and exit code 2, no traceback."""
     code, _, err = invoke("tools", "--format", "cohere")
     assert code == 2
-    assert_one_line_error(err, "cohere", "openai-strict")
+    assert_one_line_error(err, "cohere", "openai-strict", "hint: see `toolweave tools --help`")
     code, _, err = invoke("tools", "--packs", "nosuchpack")
     assert code == 2
     assert_one_line_error(err, "nosuchpack", "installed packs")
@@ -223,6 +250,28 @@ def test_describe_shows_arguments_and_json() -> None:
     assert_one_line_error(err, "nope", "read_file")
 
 
+@needs_shell
+def test_describe_prints_the_whole_description_on_a_narrow_terminal() -> None:
+    """On a 60-column terminal every line of the description (list items too) is shown whole."""
+    from toolweave import load_packs
+
+    entry = load_packs(["shell"]).build().get("bash")
+    assert entry is not None
+    proc = subprocess.run(
+        [sys.executable, "-c", "from toolweave.cli import main; main()", "describe", "bash"],
+        env={**os.environ, "COLUMNS": "60", "TERM": "dumb"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    shown = " ".join(proc.stdout.split())
+    for line in entry.description.splitlines():
+        words = " ".join(line.removeprefix("- ").replace("`", "").split())
+        assert words in shown
+
+
 # -- call --------------------------------------------------------------------------
 
 
@@ -236,6 +285,16 @@ def test_call_prints_the_model_text(workspace: Path) -> None:
     code, _, _ = invoke("call", "write_file", '{"path": "new.txt", "content": "x"}', "-p", "fs")
     assert code == 0
     assert (workspace / "new.txt").read_text() == "x"
+
+
+def test_call_refuses_a_missing_workspace(tmp_path: Path) -> None:
+    """--workspace must name an existing folder; a missing one is a usage error naming it."""
+    missing = tmp_path / "nowhere"
+    code, _, err = invoke("call", "read_file", "{}", "--workspace", str(missing))
+    assert code == 2
+    assert "nowhere" in err
+    assert "does not exist" in err
+    assert "Traceback" not in err
 
 
 @needs_fs
@@ -297,6 +356,51 @@ def test_call_timeout_stops_the_call(workspace: Path) -> None:
     assert code == 1
     assert_one_line_error(err, "timeout", "--timeout")
     assert time.monotonic() - started < 10
+
+
+ASK_PORT = json.dumps({"question": "Which port?", "choices": ["8000", "8080"]})
+
+
+@needs_plan
+def test_call_asks_the_user_on_the_terminal(workspace: Path) -> None:
+    """With --ask, ask_user puts the question on stderr and reads the answer from stdin."""
+    code, out, err = invoke("call", "ask_user", ASK_PORT, "-p", "plan", "--ask", input="2\n")
+    assert code == 0, err
+    assert out.strip() == "The user answered: 8080"
+    assert "Which port?" in err
+    assert "1) 8000" in err
+    assert "2) 8080" in err
+    code, out, _ = invoke("call", "ask_user", ASK_PORT, "-p", "plan", "--ask", input="9090\n")
+    assert out.strip() == "The user answered: 9090"
+    code, out, _ = invoke(
+        "call", "ask_user", ASK_PORT, "-p", "plan", "--ask", "--json", input="8080\n"
+    )
+    assert json.loads(out)["output"]["choice"] == 1
+
+
+@needs_plan
+def test_call_ask_declines_on_empty_answer_and_repeats_invalid_picks(workspace: Path) -> None:
+    """An empty line or end of input declines; a closed question re-asks until a valid pick."""
+    for given in ("\n", ""):
+        code, out, _ = invoke("call", "ask_user", ASK_PORT, "-p", "plan", "--ask", input=given)
+        assert code == 0
+        assert "did not answer" in out
+    closed = json.dumps({"question": "Which?", "choices": ["a", "b"], "allow_other": False})
+    code, out, err = invoke("call", "ask_user", closed, "-p", "plan", "--ask", input="c\n3\nb\n")
+    assert code == 0
+    assert out.strip() == "The user answered: b"
+    assert err.count("pick a number from 1 to 2") == 2
+
+
+@needs_plan
+def test_call_without_a_terminal_does_not_ask(workspace: Path) -> None:
+    """Standard input that is not a terminal (or --no-ask) leaves ask_user unavailable."""
+    for extra in ((), ("--no-ask",)):
+        code, out, err = invoke("call", "ask_user", ASK_PORT, "-p", "plan", *extra, input="1\n")
+        assert code == 1
+        assert out == ""
+        assert "unavailable" in err
+        assert "Which port?" not in err
 
 
 # -- check -------------------------------------------------------------------------
@@ -391,13 +495,15 @@ def test_new_pack_refuses_bad_names_and_existing_folders(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_new_pack_tests_pass_out_of_the_box(tmp_path: Path) -> None:
-    """The scaffolded pack's own tests pass before anything is changed."""
+def test_new_pack_tests_pass_out_of_the_box(
+    tmp_path: Path, pack_installer: Callable[[Path, Path], Path]
+) -> None:
+    """The scaffolded pack, installed, passes its own tests and toolweave's conformance kit."""
     invoke("new-pack", "weather", "--dir", str(tmp_path))
     dest = tmp_path / "toolweave-weather"
-    env = {**os.environ, "PYTHONPATH": str(dest / "src")}
+    env = {**os.environ, "PYTHONPATH": str(pack_installer(dest, tmp_path / "site"))}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error", "tests"],
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-W", "error", "tests"],
         cwd=dest,
         env=env,
         capture_output=True,
@@ -406,6 +512,7 @@ def test_new_pack_tests_pass_out_of_the_box(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "test_conformance.py::test_pack_conforms PASSED" in proc.stdout
 
 
 # -- demo --------------------------------------------------------------------------
@@ -477,6 +584,9 @@ def test_import_toolweave_does_not_import_the_cli_stack() -> None:
     code = "import sys, toolweave; print(sorted(m for m in ('typer', 'rich', 'click') if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
+    code = "import sys, toolweave.cli; toolweave.cli.build_app(); print('toolweave_plan' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"
 
 
 @pytest.mark.slow

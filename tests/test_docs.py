@@ -249,6 +249,96 @@ def test_every_config_field_is_documented() -> None:
             assert f"`{field}`" in text, f"{model.__name__}.{field} is not documented"
 
 
+def test_every_mcp_server_field_is_documented() -> None:
+    """docs/mcp.md names every field of an MCP server's configuration, with its topics."""
+    pytest.importorskip("mcp", reason="the mcp SDK (toolweave[mcp]) is not installed")
+    from toolweave.mcp import ServerConfig
+
+    text = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    for field in ServerConfig.model_fields:
+        assert f"| `{field}` |" in text, f"ServerConfig.{field} is not in the field table"
+    for topic in ("mcp_servers", "mcpServers", "Protocol eras", "Heartbeats", "Hot reload"):
+        assert topic in text
+
+
+def fenced(page: Path, *languages: str) -> list[str]:
+    """The fenced blocks of ``page`` written in one of ``languages``, in order."""
+    pattern = re.compile(rf"^```(?:{'|'.join(languages)})\n(.*?)^```", re.MULTILINE | re.DOTALL)
+    return [m.group(1) for m in pattern.finditer(page.read_text(encoding="utf-8"))]
+
+
+def _data_blocks() -> list[tuple[str, str, str]]:
+    return [
+        (f"{page.name}:{language}:{number}", language, block)
+        for page in PAGES
+        for language in ("json", "toml")
+        for number, block in enumerate(fenced(page, language), 1)
+    ]
+
+
+DATA_BLOCKS = _data_blocks()
+
+
+@pytest.mark.parametrize(
+    ("language", "block"), [b[1:] for b in DATA_BLOCKS], ids=[b[0] for b in DATA_BLOCKS]
+)
+def test_json_and_toml_blocks_parse(language: str, block: str) -> None:
+    """Every json and toml block of the docs parses; MCP server files validate too."""
+    import tomllib
+
+    data = json.loads(block) if language == "json" else tomllib.loads(block)
+    if "mcp_servers" in data or "mcpServers" in data:
+        pytest.importorskip("mcp", reason="the mcp SDK (toolweave[mcp]) is not installed")
+        from toolweave.mcp import parse_servers
+
+        assert parse_servers(data)
+
+
+def _command_lines() -> list[tuple[str, list[str]]]:
+    """Each ``toolweave ...`` command of the docs' sh blocks, as its arguments."""
+    import shlex
+
+    found: list[tuple[str, list[str]]] = []
+    for page in PAGES:
+        for block in fenced(page, "sh", "bash", "console", "shell"):
+            for line in block.splitlines():
+                words = shlex.split(line, comments=True)
+                for start, word in enumerate(words):
+                    if word != "toolweave":
+                        continue
+                    rest = words[start + 1 :]
+                    ends = [i for i, w in enumerate(rest) if w in {"&&", "||", "|", ";"}]
+                    args = rest[: ends[0] if ends else None]
+                    found.append((f"{page.name}: toolweave {' '.join(args)}", args))
+    return found
+
+
+COMMAND_LINES = _command_lines()
+
+
+@pytest.mark.parametrize("args", [c[1] for c in COMMAND_LINES], ids=[c[0] for c in COMMAND_LINES])
+def test_command_lines_parse(args: list[str]) -> None:
+    """Every `toolweave ...` line in the docs names a real command with valid options
+    (parsed by the CLI, never run)."""
+    pytest.importorskip("typer", reason="the CLI extra (toolweave[cli]) is not installed")
+    import typer
+    from toolweave.cli import app
+
+    root = typer.main.get_command(app)
+    assert args, "a bare `toolweave` line"
+    name, rest = args[0], args[1:]
+    ctx = root.make_context("toolweave", [name])
+    command = root.get_command(ctx, name)  # type: ignore[attr-defined]
+    assert command is not None, f"no command {name!r}"
+    command.make_context(name, rest, parent=ctx)
+
+
+def test_docs_have_command_lines_and_data_blocks() -> None:
+    """The two tests above have something to check (the block finders are not blind)."""
+    assert len(COMMAND_LINES) >= 5
+    assert any("mcp_servers" in block for _, language, block in DATA_BLOCKS if language == "toml")
+
+
 def test_every_error_kind_is_documented() -> None:
     """docs/errors.md explains every error kind and every exception class."""
     import toolweave.errors as errors

@@ -182,9 +182,12 @@ def test_problems_are_reported(
 
 
 def test_template_renders_into_a_valid_pack(
-    tmp_path: Path, template_renderer: Callable[[Path, str], Path]
+    tmp_path: Path,
+    template_renderer: Callable[[Path, str], Path],
+    pack_installer: Callable[[Path, Path], Path],
 ) -> None:
-    """Replacing the placeholder gives a pack that keeps every rule and passes its tests."""
+    """Replacing the placeholder gives a pack that keeps every rule and, installed, passes its
+    tests (toolweave's conformance checks included)."""
     pack = template_renderer(tmp_path, "sample")
     assert layout_problems(pack) == []
     leftovers = [
@@ -193,7 +196,8 @@ def test_template_renders_into_a_valid_pack(
         if "NAME" in p.name or (p.is_file() and "NAME" in p.read_text(encoding="utf-8"))
     ]
     assert leftovers == []
-    env = {**os.environ, "PYTHONPATH": str(pack / "src")}
+    assert (pack / "tests" / "test_conformance.py").is_file()
+    env = {**os.environ, "PYTHONPATH": str(pack_installer(pack, tmp_path / "site"))}
     done = subprocess.run(
         [
             sys.executable,

@@ -196,7 +196,7 @@ def markdown(
     lines.append("## Results")
     lines.append("")
     for outcome in outcomes:
-        lines.append(f"## {outcome.workload} — {outcome.title}")
+        lines.append(f"### {outcome.workload} — {outcome.title}")
         lines.append("")
         for note in outcome.notes:
             lines.append(note)

@@ -130,7 +130,7 @@ class Table:
         """The table as Markdown lines."""
         ratio_head = f" × {self.ref} |" if self.ref else ""
         lines = [
-            f"### {self.id}: {self.title}",
+            f"#### {self.id}: {self.title}",
             "",
             f"| framework | what | {self.unit} (median) | range (min–max) |{ratio_head} path timed |",
             "|---|---|---:|---:|" + ("---:|" if self.ref else "") + "---|",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from pydantic import BaseModel
 from toolweave import (
@@ -43,7 +44,7 @@ class Plain(Tool[Args, str]):
 
     async def run(self, ctx: Context, args: Args) -> str:
         """Echo ``n``."""
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         return f"n={args.n}"
 
 
@@ -169,7 +170,9 @@ async def test_deeply_nested_arguments_are_invalid_params_everywhere(
     for name, given in calls.items():
         _assert_refused(await session.call(name, given, "c1"))
         _assert_refused(await _stream_result(session, name, given))
-    batch = await session.call_many([("plain", arguments, "b1"), ("json_only", calls["json_only"], "b2")])
+    batch = await session.call_many(
+        [("plain", arguments, "b1"), ("json_only", calls["json_only"], "b2")]
+    )
     for result in batch:
         _assert_refused(result)
     ok = await session.call("plain", {"num" if flavour == "renamed" else "n": 3}, "c2")

@@ -166,5 +166,7 @@ async def test_call_shapes_and_limit() -> None:
     assert [r.call_id for r in results] == ["x1", "x2", None]
     assert sequential(EVENTS, ["1", "2", "3"])
     assert await s.call_many([]) == []
-    with pytest.raises(TypeError, match="not a tool call"):
-        await s.call_many([42])
+    (bad,) = await s.call_many([42])
+    assert bad.error is not None
+    assert bad.error.kind == ErrorKind.INVALID_PARAMS
+    assert bad.text.startswith("not a tool call")

@@ -78,6 +78,7 @@ class Reset(Tool[Add, str]):
     """Replaces the state with a new instance."""
 
     id = "reset"
+    state = Tally
 
     async def run(self, ctx: Context, args: Add) -> str:
         """Start over with one item."""

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 from pydantic import BaseModel
 from toolweave import (
@@ -49,7 +50,7 @@ class Add(BaseModel):
 async def _append(model: Tally | Other, n: int) -> None:
     """Read, await, write back: loses updates unless the call holds the model's lock."""
     items = list(model.items)
-    await anyio.sleep(0)
+    await anyio.lowlevel.checkpoint()
     model.items = [*items, n]
 
 
@@ -136,10 +137,10 @@ class SharedAdd(Tool[Add, str]):
 
 
 class Meta(Tool[Add, str]):
-    """Holds Tally and calls a tool that needs Tally and Other."""
+    """Declares what its inner call uses: holds both locks, the inner call takes none."""
 
     id = "meta"
-    state = Tally
+    state = (Other, Tally)
 
     async def run(self, ctx: Context, args: Add) -> str:
         """Delegate."""
@@ -150,9 +151,7 @@ class Meta(Tool[Add, str]):
 def _session(tmp_path: Path, **options: object):  # type: ignore[no-untyped-def]
     builder = ToolSetBuilder()
     builder.add_all([Undeclared, Both, BothReversed, StreamBoth, SharedWait, SharedAdd, Meta])
-    return builder.build().session(
-        workspace=tmp_path, state_store=MemoryStateStore(), **options
-    )
+    return builder.build().session(workspace=tmp_path, state_store=MemoryStateStore(), **options)
 
 
 async def test_a_tool_reading_an_undeclared_model_fails(tmp_path: Path) -> None:

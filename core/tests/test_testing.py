@@ -253,7 +253,8 @@ def test_fs_pack_conforms_through_its_entry_point() -> None:
     reason="toolweave is not installed with its pytest11 entry point",
 )
 def test_pytest_plugin_gives_sessions_over_packs(tmp_path: Path) -> None:
-    """In a fresh pytest run, the plugin's toolweave_session fixture loads packs by name."""
+    """In a fresh pytest run, the plugin's toolweave_session fixture loads packs by name
+    and turns debug mode on."""
     test_file = tmp_path / "test_plugin_use.py"
     test_file.write_text(
         textwrap.dedent(
@@ -263,6 +264,8 @@ def test_pytest_plugin_gives_sessions_over_packs(tmp_path: Path) -> None:
             def test_session(toolweave_session, tmp_path):
                 session = toolweave_session()
                 assert session.workspace == tmp_path.resolve()
+                assert session.debug is True
+                assert toolweave_session(debug=False).debug is False
 
             def test_missing_pack(toolweave_session):
                 with pytest.raises(LookupError, match="nope"):

@@ -73,11 +73,14 @@ def test_common_form_reads_command_and_url_servers() -> None:
         ({"command": "x", "timeout": "soon"}, "mcp_servers.s.timeout", "valid number"),
         ({"command": "x", "permission": "root"}, "mcp_servers.s.permission", "read_only"),
         ({"command": "x", "args": "a b"}, "mcp_servers.s.args", "valid list"),
-        ({"type": "stdio"}, "mcp_servers.s", "needs `command`"),
-        ({"type": "http"}, "mcp_servers.s", "needs `url`"),
-        ({"url": "ftp://host/x"}, "mcp_servers.s", "http://"),
+        ({"type": "stdio"}, "mcp_servers.s.command", "needs `command`"),
+        ({"type": "http"}, "mcp_servers.s.url", "needs `url`"),
+        ({"url": "ftp://host/x"}, "mcp_servers.s.url", "http://"),
         ({"type": "sse", "url": "http://h/sse"}, "mcp_servers.s.type", "not supported"),
-        ({"command": "x", "url": "http://h/mcp"}, "mcp_servers.s", "belong to http"),
+        ({"command": "x", "url": "http://h/mcp"}, "mcp_servers.s.url", "belong to http"),
+        ({"command": "x", "headers": {"A": "b"}}, "mcp_servers.s.headers", "belong to http"),
+        ({"type": "http", "url": "http://h/", "cwd": "/"}, "mcp_servers.s.cwd", "belong to stdio"),
+        ({"type": "ws", "command": "x"}, "mcp_servers.s.type", "`stdio` or `http`"),
         ({"type": "memory"}, "mcp_servers.s.type", "only be created in code"),
     ],
 )
@@ -90,6 +93,7 @@ def test_bad_values_name_server_and_field(entry: dict[str, object], path: str, w
     assert issues[0].path == path
     assert issues[0].tool_id == "mcp:s"
     assert words in issues[0].message
+    assert "memory" not in issues[0].message or "code" in issues[0].message
     assert "mcp:s" in str(info.value)
 
 

@@ -271,19 +271,25 @@ async def test_offline_server_without_reconnect_stays_out(
         assert (await session.call("mcp__f__echo", {"text": "x"})).text == "x"
 
 
+@pytest.mark.parametrize(("mode", "era"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
 async def test_server_that_stops_answering_goes_offline_and_returns(
     host_session: Callable[..., Session],
     fault_server: Callable[..., Any],
     eventually: Callable[..., Awaitable[None]],
+    mode: str,
+    era: str,
 ) -> None:
-    """Missed heartbeats take a frozen server's tools out; it is reconnected afterwards."""
+    """Missed heartbeats take a frozen server's tools out; it is reconnected afterwards.
+    In both protocol eras: a tools/list heartbeat (2026-07-28) and a ping (2025 handshake)."""
     session = host_session()
-    config = fault_server(timeout=300, heartbeat_interval=100)
+    config = fault_server(timeout=300, heartbeat_interval=100, mode=mode)
     async with MCPPool(session, {"f": config}) as pool:
+        assert pool.servers["f"].protocol_version == era
         frozen = await session.call("mcp__f__freeze", {"seconds": 1.5})
         assert frozen.error is not None
         assert frozen.error.kind == "timeout"
         await eventually(lambda: pool.servers["f"].state is not ServerState.ONLINE, within=5)
+        assert "heartbeat" in (pool.servers["f"].error or "")
         assert "mcp__f__echo" not in _listed(session)
         await eventually(lambda: pool.servers["f"].connects == 2, within=15)
         assert "mcp__f__echo" in _listed(session)

@@ -25,9 +25,9 @@ from toolweave._erasure import read_only_as
 from toolweave._expr import ExpressionError, SetView, ToolFacts, arg_fields, compile_expression
 from toolweave._merge import BuildReport, Candidate, SkippedEntry, merge_layers
 from toolweave._versions import DeprecatedVersionWarning, choose_version
-from toolweave.config import ToolConfig, ToolSetConfig, _config_issues
+from toolweave.config import ToolConfig, ToolSetConfig, _config_issues, _parse_config
 from toolweave.errors import ConfigError, ConfigIssue
-from toolweave.templates import TemplateRenderer, problem_issue
+from toolweave.templates import TemplateProblem, TemplateRenderer, problem_issue
 from toolweave.tool import Kind
 from toolweave.toolset import ToolEntry
 
@@ -102,6 +102,22 @@ def _position(issue: ConfigIssue) -> tuple[int, int]:
     return (0 if m.group(1) == "tools" else 1, int(m.group(2)))
 
 
+_TARGET = re.compile(r"\{(tool|name):([^{}\s]+)\}")
+_KIND_VALUES = frozenset(k.value for k in Kind)
+
+
+def _placeholder_facts(placeholder: str) -> ToolFacts | None:
+    """A stand-in for the tool a ``{tool:<kind>}`` or ``{name:<id>}`` placeholder
+    names (``None`` for other placeholders and unknown kinds)."""
+    m = _TARGET.fullmatch(placeholder)
+    if m is None:
+        return None
+    word, value = m.groups()
+    if word == "tool":
+        return ToolFacts(":", value) if value in _KIND_VALUES else None
+    return ToolFacts(value if ":" in value else f":{value}", Kind.OTHER.value)
+
+
 def _refers_to(ref: str, fqid: str) -> bool:
     return ref == fqid if ":" in ref else ref == fqid.split(":", 1)[1]
 
@@ -119,6 +135,18 @@ class _Planner:
         self.reminders = list(reminders)
         self.plan = BuildPlan(config)
         self.skipped: list[SkippedEntry] = []
+        self.positions: tuple[int, ...] | None = None
+        """Index in the data of each configured entry (when invalid ones were left out)."""
+        self.unresolved: list[str] = []
+        """Ids of configured entries that name no usable tool (unknown, ambiguous, with
+        an unknown version, or invalid): what they stand for is guessed (see
+        :meth:`guesses`), so that problems they cause elsewhere are not reported twice."""
+        self.unmet: dict[int, Any] = {}
+        """id() of each entry whose requirement fails → its compiled expression."""
+        self.view = SetView()
+        """The configured set as the requirements were last checked against."""
+        self.guessed: tuple[ToolFacts, ...] = ()
+        """Facts about the tools the unresolved entries stand for (see :meth:`guesses`)."""
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -160,6 +188,7 @@ class _Planner:
                 f"{path}.id",
                 actual=cfg.id,
             )
+            self.unresolved.append(cfg.id)
         else:
             self.issue(
                 cfg.id,
@@ -169,6 +198,7 @@ class _Planner:
                 expected=matches,
                 actual=cfg.id,
             )
+            self.unresolved.append(cfg.id)
         name = cfg.name or (self.default_name(fqid) if fqid else cfg.id.replace(":", "__"))
         return _Planned(source, path, cfg, fqid, name)
 
@@ -184,7 +214,11 @@ class _Planner:
                 else:
                     cfg = ToolConfig.model_validate(raw)
             except ValidationError as exc:
-                self.plan.issues.extend(_config_issues(exc, path))
+                raw_id = raw.get("id") if isinstance(raw, Mapping) else None
+                tool_id = raw_id if isinstance(raw_id, str) and raw_id else path
+                self.plan.issues.extend(
+                    _config_issues(exc, path, tool_id=tool_id, model=ToolConfig)
+                )
                 continue
             p = self.resolve(cfg, path, "remote")
             out.append(Candidate("remote", p.name, p.fqid, p))
@@ -208,6 +242,7 @@ class _Planner:
             if self.implicit:
                 self.skip(p, "removed", choice.problem)
                 return
+            self.unresolved.append(p.fqid)
             self.issue(
                 p.fqid,
                 choice.problem,
@@ -326,10 +361,13 @@ class _Planner:
 
     def exclusions(self, planned: list[_Planned]) -> list[_Planned]:
         kept: list[_Planned] = []
+        # Only a pair where one side declares conflicts can clash: a tool that declares
+        # none is checked against the kept tools that do, not against every kept tool.
+        declaring: list[_Planned] = []
         for p in planned:
             assert p.tool is not None
             clash: tuple[_Planned, str] | None = None
-            for q in kept:
+            for q in kept if p.tool.conflicts else declaring:
                 assert q.tool is not None
                 if q.fqid == p.fqid:
                     continue
@@ -341,6 +379,8 @@ class _Planner:
                     break
             if clash is None:
                 kept.append(p)
+                if p.tool.conflicts:
+                    declaring.append(p)
                 continue
             other, declared_by = clash
             message = (
@@ -351,6 +391,8 @@ class _Planner:
                 self.skip(p, "conflict", message)
                 continue
             kept.append(p)
+            if p.tool.conflicts:
+                declaring.append(p)
             self.issue(p.label, message, "conflict", p.path, actual=other.label)
         return kept
 
@@ -378,12 +420,15 @@ class _Planner:
         """Check ``requires`` of every entry; return the entries kept.
 
         With ``report_as`` (a skip reason), entries whose requirement fails are dropped
-        and reported, repeatedly until the rest holds; otherwise each failure is an issue.
+        and reported, repeatedly until the rest holds; otherwise each failure is an issue,
+        unless the tools that unresolved entries stand for would meet it (the problem is
+        theirs, and reported already).
         """
         ext_facts = tuple(ToolFacts.of(c.item, name=c.name) for c in external)
         current = list(planned)
         while True:
-            view = SetView(tuple(p.facts() for p in current) + ext_facts)
+            view = self.view = SetView(tuple(p.facts() for p in current) + ext_facts)
+            guessed = SetView(view.tools + self.guessed) if self.guessed else None
             failed: list[tuple[_Planned, str]] = []
             for p in current:
                 assert p.tool is not None
@@ -401,7 +446,9 @@ class _Planner:
             for p, text in failed:
                 message = f"{p.label} requires `{text}`, which the configured set does not meet"
                 if report_as is None:
-                    self.issue(p.label, message, "dependency", p.path, expected=text)
+                    expr = self.unmet[id(p)] = compile_expression(text)
+                    if guessed is None or not expr.evaluate(guessed):
+                        self.issue(p.label, message, "dependency", p.path, expected=text)
                 else:
                     self.skip(p, report_as, message)
             if report_as is None:
@@ -412,9 +459,13 @@ class _Planner:
     # -- 5. templates -----------------------------------------------------------------------
 
     def render(self, planned: list[_Planned]) -> TemplateRenderer:
-        renderer = TemplateRenderer.from_tools(
-            (p.tool.fqid, p.kind.value, p.name) for p in planned if p.tool is not None
-        )
+        tools = [(p.tool.fqid, p.kind.value, p.name) for p in planned if p.tool is not None]
+        renderer = TemplateRenderer.from_tools(tools)
+        extended = None
+        if self.guessed:
+            extended = TemplateRenderer.from_tools(
+                tools + [(f.fqid, f.kind, f.name) for f in self.guessed]
+            )
         for p in planned:
             assert p.tool is not None
             override = p.config.description
@@ -422,7 +473,7 @@ class _Planner:
             rendered, problems = renderer.render(text)
             p.description = rendered
             path = f"{p.path}.description" if override is not None else p.path
-            for problem in problems:
+            for problem in self.own_problems(p, problems, extended):
                 issue = problem_issue(problem, p.label, path)
                 self.plan.issues.append(
                     ConfigIssue(
@@ -436,6 +487,41 @@ class _Planner:
                 )
         return renderer
 
+    def own_problems(
+        self, p: _Planned, problems: list[TemplateProblem], extended: TemplateRenderer | None
+    ) -> list[TemplateProblem]:
+        """The template problems of ``p`` that are not echoes of another issue: left out
+        are placeholders that a tool an unresolved entry stands for would render, and
+        placeholders naming what ``p``'s unmet requirement asks for (its dependency
+        issue says it already)."""
+        if extended is not None:
+            problems = [q for q in problems if extended.render(q.placeholder)[1]]
+        expr = self.unmet.get(id(p))
+        if expr is None or not problems:
+            return problems
+        wanted = [(q, _placeholder_facts(q.placeholder)) for q in problems]
+        fakes = tuple(f for _, f in wanted if f is not None)
+        if not fakes or not expr.evaluate(SetView(self.view.tools + self.guessed + fakes)):
+            return problems
+        return [q for q, f in wanted if f is None]
+
+    def guesses(self) -> tuple[ToolFacts, ...]:
+        """What the unresolved entries most likely stand for: every tool an ambiguous id
+        names, the default version of a tool asked for in an unknown version, the
+        closest registered id for an unknown one."""
+        known = list(self.registry) + [fq.split(":", 1)[1] for fq in self.registry]
+        facts: list[ToolFacts] = []
+        for ref in self.unresolved:
+            fqids = self.registry.resolve(ref)
+            if not fqids:
+                close = difflib.get_close_matches(ref, known, n=1)
+                fqids = self.registry.resolve(close[0]) if close else []
+            for fqid in fqids:
+                tool = choose_version(fqid, self.registry.versions(fqid), None).tool
+                if tool is not None:
+                    facts.append(ToolFacts.of(tool))
+        return tuple(facts)
+
     # -- the whole ----------------------------------------------------------------------------
 
     def run(self, external: ExternalTools, remote: RemoteEntries) -> BuildPlan:
@@ -445,7 +531,11 @@ class _Planner:
         else:
             assert cfg.tools is not None
             baseline_cfgs = list(cfg.tools)
-        baseline = [self.resolve(c, f"tools[{i}]", "baseline") for i, c in enumerate(baseline_cfgs)]
+        positions = self.positions or range(len(baseline_cfgs))
+        baseline = [
+            self.resolve(c, f"tools[{i}]", "baseline")
+            for i, c in zip(positions, baseline_cfgs, strict=True)
+        ]
         merged = merge_layers(
             [Candidate("baseline", p.name, p.fqid, p) for p in baseline],
             self.external_entries(external),
@@ -456,6 +546,7 @@ class _Planner:
         for p in planned:
             if p.fqid is not None:
                 self.choose(p)
+        self.guessed = self.guesses() if self.unresolved else ()
         self.unique_names(planned)
         usable = self.exclusions([p for p in planned if p.tool is not None])
         for p in usable:
@@ -534,16 +625,18 @@ def plan_build(
 ) -> BuildPlan:
     """Check ``config`` against ``registry`` and work out the set's entries.
 
-    Raises:
-        ConfigError: ``config`` is a mapping that does not describe a configuration.
+    Configuration data (a mapping) is read leniently: its schema problems are issues
+    of the plan, and its valid parts are checked against the registry all the same,
+    so that every problem is found in one pass.
     """
-    if config is None:
-        cfg = ToolSetConfig()
-    elif isinstance(config, ToolSetConfig):
-        cfg = config
-    else:
-        cfg = ToolSetConfig.from_dict(config)
-    return _Planner(registry, cfg, reminders).run(external, remote)
+    if config is None or isinstance(config, ToolSetConfig):
+        return _Planner(registry, config or ToolSetConfig(), reminders).run(external, remote)
+    parsed = _parse_config(config)
+    planner = _Planner(registry, parsed.config, reminders)
+    planner.plan.issues.extend(parsed.issues)
+    planner.positions = parsed.positions
+    planner.unresolved.extend(parsed.left_out)
+    return planner.run(external, remote)
 
 
 def raise_for(plan: BuildPlan) -> None:

@@ -429,7 +429,7 @@ class _Preview(reprlib.Repr):
         shown = json.dumps(x[: self.maxstring], ensure_ascii=False)
         return shown if len(x) <= self.maxstring else shown[:-1] + '..."'
 
-    def repr_NoneType(self, x: None, level: int) -> str:  # noqa: N802 - reprlib's naming
+    def repr_NoneType(self, x: None, level: int) -> str:
         return "null"
 
     def repr_bool(self, x: bool, level: int) -> str:

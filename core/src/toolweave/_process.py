@@ -72,14 +72,17 @@ async def process_group(
     command: str | bytes | Sequence[str | bytes],
     *,
     grace: float = 2.0,
+    cancel_grace: float = 0.1,
     **kwargs: Any,
 ) -> AsyncIterator[Process]:
     """Start ``command`` in its own process group; on exit, kill the whole group.
 
     Whatever ends the block (normal exit, an error, the call being cancelled or timing
     out) every process of the group that is still running is stopped: ``SIGTERM``, then
-    ``SIGKILL`` after ``grace`` seconds. Extra arguments go to
-    :func:`anyio.open_process` (``stdin``, ``stdout``, ``stderr``, ``cwd``, ``env``).
+    ``SIGKILL`` after ``grace`` seconds, or after ``cancel_grace`` seconds when the
+    block is left by cancellation (so that a cancelled call returns at once, even when
+    the command ignores ``SIGTERM``). Extra arguments go to :func:`anyio.open_process`
+    (``stdin``, ``stdout``, ``stderr``, ``cwd``, ``env``).
 
     Example:
         ``async with process_group(["make", "test"], stdout=PIPE) as proc: ...``
@@ -87,9 +90,13 @@ async def process_group(
     if os.name == "posix":
         kwargs["start_new_session"] = True
     process = await anyio.open_process(command, **kwargs)
+    wait = grace
     try:
         yield process
+    except anyio.get_cancelled_exc_class():
+        wait = min(grace, cancel_grace)
+        raise
     finally:
         with anyio.CancelScope(shield=True):
-            await kill_process_group(process, grace=grace)
+            await kill_process_group(process, grace=wait)
             await process.aclose()

@@ -44,7 +44,8 @@ def _scheduler() -> Callable[..., object]:
     loop = anyio.lowlevel.current_token().native_token
     if isinstance(loop, asyncio.AbstractEventLoop):
         return loop.call_soon_threadsafe
-    run_sync_soon: Callable[..., object] = loop.run_sync_soon  # trio's token
+    trio_token: Any = loop
+    run_sync_soon: Callable[..., object] = trio_token.run_sync_soon
     return run_sync_soon
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from toolweave._build import ExternalTools, RemoteEntries, plan_build, raise_for
 from toolweave._erasure import ErasedTool, erase
-from toolweave.errors import ConfigError, ConfigIssue
+from toolweave.errors import ConfigIssue
 from toolweave.registry import ExecutionRegistry
 from toolweave.reminders import (
     Reminder,
@@ -167,12 +167,9 @@ class ToolSetBuilder:
 
         Deprecated versions are reported as warnings, as by :meth:`build`.
         """
-        try:
-            plan = plan_build(
-                self.registry, config, external=external, remote=remote, reminders=self.reminders
-            )
-        except ConfigError as exc:
-            return list(exc.issues)
+        plan = plan_build(
+            self.registry, config, external=external, remote=remote, reminders=self.reminders
+        )
         for warning in plan.deprecated:
             warnings.warn(warning, stacklevel=2)
         return plan.issues

@@ -25,6 +25,7 @@ import json
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,26 +46,132 @@ Mode = Literal["default", "read_only"]
 _NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 
 
-def _config_issues(exc: ValidationError, root: str = "") -> list[ConfigIssue]:
+_COMPARISONS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+
+def _expected(err: Any, model: type[BaseModel] | None) -> Any:
+    """What a pydantic error says was expected, as data (``None`` when it says nothing)."""
+    kind = err.get("type", "")
+    ctx = {k: v for k, v in (err.get("ctx") or {}).items() if k != "error"}
+    if kind == "extra_forbidden" and model is not None and len(err.get("loc", ())) == 1:
+        return sorted(model.model_fields)
+    if "expected" in ctx:
+        return ctx["expected"]
+    for key, sign in _COMPARISONS.items():
+        if key in ctx:
+            return f"{sign} {ctx[key]}"
+    if "pattern" in ctx:
+        return f"matching {ctx['pattern']}"
+    if len(ctx) == 1:
+        return next(iter(ctx.values()))
+    for suffix in ("_type", "_parsing"):
+        if kind.endswith(suffix):
+            return kind.removesuffix(suffix)
+    return None
+
+
+def _config_issues(
+    exc: ValidationError,
+    root: str = "",
+    *,
+    tool_id: str = "",
+    model: type[BaseModel] | None = None,
+) -> list[ConfigIssue]:
+    """One ``invalid_config`` issue per error of ``exc``, at paths below ``root``."""
     issues: list[ConfigIssue] = []
     for err in exc.errors(include_url=False):
-        loc = err.get("loc", ())
         path = root
-        for part in loc:
+        for part in err.get("loc", ()):
             path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-        tool_id = ""
-        if len(loc) >= 2 and loc[0] == "tools" and isinstance(loc[1], int):
-            tool_id = f"tools[{loc[1]}]"
         issues.append(
             ConfigIssue(
                 tool_id,
                 err.get("msg", "invalid value"),
                 path=path,
+                expected=_expected(err, model),
                 actual=err.get("input") if err.get("type") != "missing" else None,
                 tag="invalid_config",
             )
         )
     return issues
+
+
+@dataclass(frozen=True, slots=True)
+class _ParsedConfig:
+    """A configuration read leniently: what is valid, and what is not.
+
+    Attributes:
+        config: The configuration without its invalid parts (invalid set options left
+            at their defaults, invalid tool entries left out).
+        issues: One ``invalid_config`` issue per problem found.
+        positions: For each entry of ``config.tools``, its index in the data.
+        left_out: The ids of the tool entries left out (for those that have one).
+    """
+
+    config: ToolSetConfig
+    issues: list[ConfigIssue] = field(default_factory=list)
+    positions: tuple[int, ...] = ()
+    left_out: tuple[str, ...] = ()
+
+
+def _parse_config(data: Any, *, source: str = "") -> _ParsedConfig:
+    """Read configuration data, collecting every schema problem instead of stopping.
+
+    Set options and each tool entry are validated on their own, so that the valid ones
+    can still be checked against the registered tools (see
+    :meth:`ToolSetBuilder.build <toolweave.ToolSetBuilder.build>`).
+    """
+    if not isinstance(data, Mapping):
+        issue = ConfigIssue(
+            "",
+            f"a configuration must be a table/object, got {type(data).__name__}",
+            path=source,
+            tag="invalid_config",
+        )
+        return _ParsedConfig(ToolSetConfig(tools=[]), [issue])
+    options = {k: v for k, v in data.items() if k != "tools"}
+    issues: list[ConfigIssue] = []
+    while options:
+        try:
+            ToolSetConfig.model_validate(options)
+            break
+        except ValidationError as exc:
+            issues += _config_issues(exc, model=ToolSetConfig)
+            bad = {str(e["loc"][0]) for e in exc.errors(include_url=False) if e.get("loc")}
+            options = {k: v for k, v in options.items() if k not in bad} if bad else {}
+    raw_tools = data.get("tools")
+    tools: list[ToolConfig] | None = None
+    positions: list[int] = []
+    left_out: list[str] = []
+    if isinstance(raw_tools, list):
+        tools = []
+        for i, raw in enumerate(raw_tools):
+            entry = {"id": raw} if isinstance(raw, str) else raw
+            try:
+                tools.append(ToolConfig.model_validate(entry))
+                positions.append(i)
+            except ValidationError as exc:
+                raw_id = entry.get("id") if isinstance(entry, Mapping) else None
+                tool_id = raw_id if isinstance(raw_id, str) and raw_id else ""
+                if tool_id:
+                    left_out.append(tool_id)
+                issues += _config_issues(
+                    exc, f"tools[{i}]", tool_id=tool_id or f"tools[{i}]", model=ToolConfig
+                )
+    elif raw_tools is not None:
+        tools = []
+        issues.append(
+            ConfigIssue(
+                "",
+                "tools must be a list of tool ids or tables",
+                path="tools",
+                expected="list",
+                actual=raw_tools,
+                tag="invalid_config",
+            )
+        )
+    config = ToolSetConfig.model_validate({**options, "tools": tools})
+    return _ParsedConfig(config, issues, tuple(positions), tuple(left_out))
 
 
 class ToolConfig(BaseModel):
@@ -159,21 +266,10 @@ class ToolSetConfig(BaseModel):
             ConfigError: The data does not describe a configuration; one
                 ``invalid_config`` issue per problem.
         """
-        if not isinstance(data, Mapping):
-            raise ConfigError(
-                [
-                    ConfigIssue(
-                        "",
-                        f"a configuration must be a table/object, got {type(data).__name__}",
-                        path=source,
-                        tag="invalid_config",
-                    )
-                ]
-            )
-        try:
-            return cls.model_validate(dict(data))
-        except ValidationError as exc:
-            raise ConfigError(_config_issues(exc)) from None
+        parsed = _parse_config(data, source=source)
+        if parsed.issues:
+            raise ConfigError(parsed.issues)
+        return parsed.config
 
     @classmethod
     def from_json(cls, text: str | bytes, *, source: str = "") -> ToolSetConfig:
@@ -182,13 +278,7 @@ class ToolSetConfig(BaseModel):
         Raises:
             ConfigError: The text is not JSON or not a valid configuration.
         """
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(
-                [ConfigIssue("", f"not valid JSON: {exc}", path=source, tag="invalid_config")]
-            ) from None
-        return cls.from_dict(data, source=source)
+        return cls.from_dict(_parse_json(text, source), source=source)
 
     @classmethod
     def from_toml(cls, text: str, *, source: str = "") -> ToolSetConfig:
@@ -197,13 +287,7 @@ class ToolSetConfig(BaseModel):
         Raises:
             ConfigError: The text is not TOML or not a valid configuration.
         """
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(
-                [ConfigIssue("", f"not valid TOML: {exc}", path=source, tag="invalid_config")]
-            ) from None
-        return cls.from_dict(data, source=source)
+        return cls.from_dict(_parse_toml(text, source), source=source)
 
     @classmethod
     def load(cls, path: str | Path) -> ToolSetConfig:
@@ -213,36 +297,63 @@ class ToolSetConfig(BaseModel):
             ConfigError: The file cannot be read, has another suffix, does not parse,
                 or is not a valid configuration.
         """
-        file = Path(path)
-        suffix = file.suffix.lower()
-        if suffix not in (".json", ".toml"):
-            raise ConfigError(
-                [
-                    ConfigIssue(
-                        "",
-                        "configuration files must end in .json or .toml",
-                        path=str(file),
-                        actual=file.suffix,
-                        tag="invalid_config",
-                    )
-                ]
-            )
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(
-                [
-                    ConfigIssue(
-                        "",
-                        f"cannot read the configuration: {exc}",
-                        path=str(file),
-                        tag="invalid_config",
-                    )
-                ]
-            ) from None
-        if suffix == ".json":
-            return cls.from_json(text, source=str(file))
-        return cls.from_toml(text, source=str(file))
+        return cls.from_dict(_read_config_file(path), source=str(path))
+
+
+def _parse_json(text: str | bytes, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(
+            [ConfigIssue("", f"not valid JSON: {exc}", path=source, tag="invalid_config")]
+        ) from None
+
+
+def _parse_toml(text: str, source: str) -> Any:
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ConfigError(
+            [ConfigIssue("", f"not valid TOML: {exc}", path=source, tag="invalid_config")]
+        ) from None
+
+
+def _read_config_file(path: str | Path) -> Any:
+    """The data of a ``.json`` or ``.toml`` configuration file, not yet validated.
+
+    Raises:
+        ConfigError: The file cannot be read, has another suffix or does not parse.
+    """
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix not in (".json", ".toml"):
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    "",
+                    "configuration files must end in .json or .toml",
+                    path=str(file),
+                    actual=file.suffix,
+                    tag="invalid_config",
+                )
+            ]
+        )
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    "",
+                    f"cannot read the configuration: {exc}",
+                    path=str(file),
+                    tag="invalid_config",
+                )
+            ]
+        ) from None
+    if suffix == ".json":
+        return _parse_json(text, str(file))
+    return _parse_toml(text, str(file))
 
 
 def check(
@@ -265,7 +376,7 @@ def check(
     from toolweave.plugins import load_packs
 
     try:
-        config = path if isinstance(path, ToolSetConfig) else ToolSetConfig.load(path)
+        config = path if isinstance(path, ToolSetConfig) else _read_config_file(path)
     except ConfigError as exc:
         return list(exc.issues)
     if isinstance(packs, ToolSetBuilder):

@@ -91,7 +91,7 @@ class Context:
         name = getattr(model, "__qualname__", repr(model))
         raise UsageError(
             f"{entry.tool.fqid} uses the state model {name} without declaring it: "
-            f"add it to the tool's `state` (with `state_access = \"shared\"` when its "
+            f'add it to the tool\'s `state` (with `state_access = "shared"` when its '
             "calls must not wait for one another)"
         )
 

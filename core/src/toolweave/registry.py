@@ -18,10 +18,11 @@ class ExecutionRegistry:
     Registration order is kept: listings and default configurations follow it.
     """
 
-    __slots__ = ("_by_fqid",)
+    __slots__ = ("_by_bare", "_by_fqid")
 
     def __init__(self) -> None:
         self._by_fqid: dict[str, dict[str, ErasedTool]] = {}
+        self._by_bare: dict[str, dict[str, None]] = {}
 
     def register(self, tool: ErasedTool) -> None:
         """Add a handle.
@@ -35,6 +36,7 @@ class ExecutionRegistry:
         if existing is not None:
             raise DuplicateToolError(tool.fqid, existing.origin, tool.origin)
         versions[tool.version] = tool
+        self._by_bare.setdefault(_bare(tool.fqid), {})[tool.fqid] = None
 
     def remove_origin(self, origin: str) -> list[str]:
         """Remove every registration made by ``origin``; returns the ids removed."""
@@ -46,6 +48,11 @@ class ExecutionRegistry:
                     removed.append(fqid)
             if not versions:
                 del self._by_fqid[fqid]
+                same = self._by_bare.get(_bare(fqid))
+                if same is not None:
+                    same.pop(fqid, None)
+                    if not same:
+                        del self._by_bare[_bare(fqid)]
         return removed
 
     def versions(self, fqid: str) -> dict[str, ErasedTool]:
@@ -67,7 +74,7 @@ class ExecutionRegistry:
         """
         if ":" in tool_id:
             return [tool_id] if tool_id in self._by_fqid else []
-        return [fq for fq in self._by_fqid if fq.split(":", 1)[1] == tool_id]
+        return list(self._by_bare.get(tool_id, ()))
 
     def __contains__(self, fqid: object) -> bool:
         return fqid in self._by_fqid
@@ -77,3 +84,8 @@ class ExecutionRegistry:
 
     def __len__(self) -> int:
         return len(self._by_fqid)
+
+
+def _bare(fqid: str) -> str:
+    """The id without its namespace."""
+    return fqid.split(":", 1)[1]

@@ -26,6 +26,7 @@ from toolweave.reminders import CallInfo, apply_reminders
 from toolweave.resources import Resources, Workspace
 from toolweave.state import SessionState, SQLiteStateStore, StateStore, default_state_path
 from toolweave.stream import CallResult
+from toolweave.tool import Tool
 from toolweave.toolset import ToolEntry
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ class Session:
     __slots__ = (
         "_external",
         "_guards",
+        "_hidden",
         "_inline",
         "_listing",
         "_notifier",
@@ -127,7 +129,9 @@ class Session:
         """Run a call's first step inline (asyncio); found out on the first call."""
         self._external: dict[str, ToolEntry] = {}
         self._unlisted: set[str] = set()
-        self._listing: dict[str, list[dict[str, Any]]] = {}
+        self._listing: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+        self._hidden: frozenset[str] | None = None
+        """Built-in tools whose ``should_list`` is false in this session (asked once)."""
         self.external_version = 0
         """Bumped on every change of the external tools; hosts can watch it."""
         if toolset.packs is not None:
@@ -246,23 +250,51 @@ class Session:
 
         Built-in tools come first in configured order, then the listed external tools
         sorted by client name (see :meth:`set_listed`), so the listing is byte-stable for
-        prompt caches. The list is rendered once per format (and external-tool version)
-        and shared: treat it as read-only.
+        prompt caches. Built-in tools whose :meth:`Tool.should_list
+        <toolweave.Tool.should_list>` says no for this session (asked once, on the first
+        listing) are left out; they stay callable. The list is rendered once per format
+        (and external-tool version) and shared: treat it as read-only.
         """
-        base = self.toolset.definitions(format)
-        if not include_external or not self._external:
-            return base
-        cached = self._listing.get(format)
+        hidden = self._hidden if self._hidden is not None else self._find_hidden()
+        external = include_external and bool(self._external)
+        if not hidden and not external:
+            return self.toolset.definitions(format)
+        cached = self._listing.get((format, external))
         if cached is None:
             from toolweave.formats import render
 
-            hidden = self._unlisted
-            extra = [
-                self._external[n].definition for n in sorted(self._external) if n not in hidden
-            ]
-            cached = base + render(extra, format)
-            self._listing[format] = cached
+            if hidden:
+                entries = [e.definition for e in self.toolset.entries if e.name not in hidden]
+                cached = render(entries, format)
+            else:
+                cached = self.toolset.definitions(format)
+            if external:
+                unlisted = self._unlisted
+                extra = [
+                    self._external[n].definition
+                    for n in sorted(self._external)
+                    if n not in unlisted
+                ]
+                cached = cached + render(extra, format)
+            self._listing[(format, external)] = cached
         return cached
+
+    def _find_hidden(self) -> frozenset[str]:
+        """Ask each built-in tool that decides for itself whether to list it here."""
+        hidden: set[str] = set()
+        for entry in self.toolset.entries:
+            tool = entry.tool.tool
+            if tool is None or type(tool).should_list is Tool.should_list:
+                continue
+            try:
+                listed = tool.should_list(Context(self, entry, None))
+            except Exception:
+                logger.exception("should_list of %s raised; the tool is listed", entry.name)
+                listed = True
+            if not listed:
+                hidden.add(entry.name)
+        self._hidden = frozenset(hidden)
+        return self._hidden
 
     def render_prompt(self, text: str) -> str:
         """Render a prompt template with the placeholders of tool descriptions
@@ -360,8 +392,10 @@ class Session:
         except TypeError:  # an unhashable name
             return None
 
-    def _unknown(self, name: str, call_id: str | None) -> CallResult:
-        names = self.toolset.names + sorted(set(self._external) - self._unlisted)
+    def _unknown(self, name: object, call_id: str | None) -> CallResult:
+        hidden = self._hidden if self._hidden is not None else self._find_hidden()
+        names = [n for n in self.toolset.names if n not in hidden]
+        names += sorted(set(self._external) - self._unlisted)
         shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
         if isinstance(name, str):
             what = f"There is no tool named {name[:100]!r}"
@@ -485,7 +519,7 @@ class Session:
             try:
                 self._running[call_id] = running
             except TypeError:  # an unhashable id: the call runs, but cannot be cancelled
-                pass
+                return running
         return running
 
     def _untrack(self, call_id: str | None, running: Running) -> None:
@@ -652,33 +686,10 @@ class Session:
             args = entry.parse(arguments)
         except (ValidationError, ToolError) as exc:
             return error_result(exc, entry, None)
-        tool = entry.tool
         ctx = Context(self, entry, None)
         ctx._record = CallRecord(parent_record)
-        root = parent_record.root
         try:
-            models = tool.state_locks
-            held = root.held
-            needed = [
-                (key, lock)
-                for key, lock in (self._state.locks(models) if models is not None else ())
-                if held is None or key not in held
-            ]
-            if not needed:
-                raw = await self._run_inner(ctx, args)
-            else:
-                held = root.held = held if held is not None else set()
-                taken: list[tuple[str, anyio.Semaphore]] = []
-                try:
-                    for key, lock in needed:
-                        await lock.acquire()
-                        taken.append((key, lock))
-                        held.add(key)
-                    raw = await self._run_inner(ctx, args)
-                finally:
-                    for key, lock in reversed(taken):
-                        held.discard(key)
-                        lock.release()
+            raw = await self._run_inner(ctx, args, parent_record.root)
             result = self._result(ctx, raw)
         except Exception as exc:
             result = from_exception(exc, entry, None)
@@ -686,18 +697,42 @@ class Session:
             parent_record.effective = result.effective_tool
         return result
 
-    async def _run_inner(self, ctx: Context, args: Any) -> Any:
+    async def _run_inner(self, ctx: Context, args: Any, root: CallRecord) -> Any:
+        """Run an inner call under its deadline, holding the locks of its exclusive
+        state models that the outermost call does not hold already. (A meta-tool whose
+        inner calls use state declares those models too: then it holds every lock, in
+        key order, and its inner calls take none.)"""
         entry = ctx.entry
         assert entry is not None
         tool = entry.tool
         timeout = self._timeout_for(entry)
-        with anyio.CancelScope(deadline=anyio.current_time() + timeout):
-            if tool.streaming:
-                assert tool.open_stream is not None
-                return await drain(tool.open_stream(ctx, args), entry.name)
-            if tool.is_coroutine:
-                return await tool.invoke(ctx, args)  # type: ignore[misc]
-            return tool.invoke(ctx, args)  # type: ignore[misc]
+        models = tool.state_locks
+        held = root.held
+        needed = [
+            (key, lock)
+            for key, lock in (self._state.locks(models) if models is not None else ())
+            if held is None or key not in held
+        ]
+        taken: list[tuple[str, anyio.Semaphore]] = []
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + timeout):
+                if needed:
+                    held = root.held = held if held is not None else set()
+                    for key, lock in needed:
+                        await lock.acquire()
+                        taken.append((key, lock))
+                        held.add(key)
+                if tool.streaming:
+                    assert tool.open_stream is not None
+                    return await drain(tool.open_stream(ctx, args), entry.name)
+                if tool.is_coroutine:
+                    return await tool.invoke(ctx, args)  # type: ignore[misc]
+                return tool.invoke(ctx, args)  # type: ignore[misc]
+        finally:
+            for key, lock in reversed(taken):
+                assert held is not None
+                held.discard(key)
+                lock.release()
         raise stop_error(None, entry, timeout)
 
     async def call_many(
@@ -719,6 +754,10 @@ class Session:
 
     def stream(self, name: str, arguments: Any = None, call_id: str | None = None) -> ToolStream:
         """Run a call in streaming mode: progress items, then exactly one CallResult.
+
+        Close the stream (iterate it inside ``async with``, or ``await aclose()``): a
+        stream left early then stops its tool, saves its state and frees its state
+        locks and call id at once (see :class:`ToolStream`).
 
         Example:
             ``async with session.stream("bash", {"command": "make"}, "c1") as items:``

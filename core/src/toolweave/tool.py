@@ -229,7 +229,11 @@ class Tool(Generic[ArgsT, OutputT]):
         raise NotImplementedError
 
     def should_list(self, ctx: Context) -> bool:
-        """Whether the tool is shown to the model in this session (default: always)."""
+        """Whether the tool is shown to the model in this session (default: always).
+
+        Asked once per session, when it first lists its tools (``ctx`` has no call
+        id). A tool left out stays callable: this shapes the listing, not access.
+        """
         return True
 
     @classmethod

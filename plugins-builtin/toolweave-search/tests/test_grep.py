@@ -259,3 +259,22 @@ async def test_auto_engine_falls_back_to_python(
     monkeypatch.setattr(engine_module, "find_ripgrep", lambda: None)
     out = await grep(tree, "auto", {"pattern": "needle"}, _engine="python")
     assert out["results"] == EVERY_NEEDLE
+
+
+@needs_rg
+async def test_stopping_ripgrep_early_leaves_reaping_to_the_event_loop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Searches cut short by ``head_limit`` stop ripgrep without reaping it behind the
+    event loop's back: no "Unknown child process" warning in 200 quick searches."""
+    for i in range(5):
+        (tmp_path / f"f{i}.txt").write_text("needle\n" * 3)
+    session = session_for(tmp_path, "ripgrep")
+    args = {"pattern": "needle", "output_mode": "content", "head_limit": 1}
+    with caplog.at_level("WARNING"):
+        for _ in range(200):
+            result = await session.call("grep", args)
+            assert result.error is None, result.text
+            assert result.output is not None
+            assert result.output["engine"] == "ripgrep"
+    assert not [r for r in caplog.records if "Unknown child process" in r.getMessage()]

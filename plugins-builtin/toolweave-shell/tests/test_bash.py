@@ -127,7 +127,7 @@ async def test_timeout_kills_the_whole_process_tree(
     make_session: SessionFactory, workspace: Path
 ) -> None:
     """On timeout the shell, a sleeping grandchild and one that ignores SIGTERM are all
-    gone when the call returns, and the result says the command timed out."""
+    gone when the call returns, and the call fails as `timeout`, showing the output."""
     session = make_session()
     command = (
         "sleep 60 & echo $! >> pids; "
@@ -137,10 +137,11 @@ async def test_timeout_kills_the_whole_process_tree(
     started = time.monotonic()
     result = await session.call("bash", {"command": command, "timeout": 500})
     elapsed = time.monotonic() - started
-    assert result.error is None, result.text
-    assert result.output["timed_out"] is True
-    assert result.output["output"] == "started\n"
-    assert "timed out after 0.5 s" in result.text
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.TIMEOUT
+    assert result.output is None
+    assert result.text.startswith("bash timed out after 0.5 s")
+    assert result.text.endswith("Its output until then:\nstarted")
     pids = _pids(workspace / "pids")
     assert len(pids) == 2
     assert _alive(pids) == []
@@ -156,8 +157,10 @@ async def test_requested_timeout_is_clamped_to_the_maximum(
     )
     started = time.monotonic()
     result = await session.call("bash", {"command": "sleep 30", "timeout": 100_000})
-    assert result.output["timed_out"] is True
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.TIMEOUT
     assert "timed out after 1 s" in result.text
+    assert result.text.endswith("It printed nothing.")
     assert time.monotonic() - started < 5
 
 
@@ -241,6 +244,82 @@ async def test_processes_left_holding_the_output_are_stopped(
     pids = _pids(workspace / "pid")
     assert len(pids) == 1
     assert await _poll(lambda: not _alive(pids), 3.0)
+
+
+async def test_processes_left_running_after_a_normal_exit_are_stopped(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """A process the command leaves in its group with its output redirected (so the pipe
+    closes at once) is stopped when the command returns, every time, and the model is told."""
+    session = make_session()
+    command = "(sleep 30 >/dev/null 2>&1 & echo $! >> pid); echo hi"
+    for _ in range(3):  # the shell's exit races the end of its output: never by luck
+        result = await session.call("bash", {"command": command})
+        assert result.output["output"] == "hi\n"
+        assert result.output["exit_code"] == 0
+        assert "left processes running after it ended; they were stopped" in result.text
+    pids = _pids(workspace / "pid")
+    assert len(pids) == 3
+    assert _alive(pids) == []
+    plain = await session.call("bash", {"command": "echo plain"})
+    assert plain.text == "plain"
+
+
+async def test_a_partial_line_streams_after_a_short_wait(make_session: SessionFactory) -> None:
+    """Output without a newline ("waiting...") is shown within about a quarter second,
+    long before the command ends, and the rest of the line follows as its own item."""
+    session = make_session()
+    started = time.monotonic()
+    seen: list[tuple[float, str]] = []
+    command = "printf waiting; sleep 1.5; echo ' done'"
+    async with session.stream("bash", {"command": command}, "partial") as stream:
+        async for item in stream:
+            if isinstance(item, Progress):
+                seen.append((time.monotonic() - started, item.message))
+    assert [message for _, message in seen] == ["waiting", " done"]
+    assert seen[0][0] < 1.0
+
+
+async def test_one_huge_line_streams_in_bounded_pieces_quickly(
+    make_session: SessionFactory,
+) -> None:
+    """A 16 MB line without a newline comes as many progress items of bounded size, in
+    linear time; the result keeps its head and tail."""
+    from toolweave_shell._output import PROGRESS_MAX_CHARS
+
+    session = make_session()
+    started = time.monotonic()
+    sizes: list[int] = []
+    last: Progress | CallResult | None = None
+    command = "head -c 16000000 /dev/zero | tr '\\0' a"
+    async with session.stream("bash", {"command": command}, "huge") as stream:
+        async for item in stream:
+            last = item
+            if isinstance(item, Progress):
+                sizes.append(len(item.message))
+    assert time.monotonic() - started < 5
+    assert isinstance(last, CallResult)
+    assert last.output["truncated"] is True
+    assert last.output["output"].startswith("a" * 1000)
+    assert len(sizes) > 1
+    assert max(sizes) <= PROGRESS_MAX_CHARS + 200  # the omission marker comes on top
+
+
+def test_line_batcher_reports_long_partial_lines_and_keeps_the_rest() -> None:
+    """Lines complete across chunks; a partial line past ``max_partial`` is reported at
+    once; ``take_partial`` hands out what waits; nothing is lost or repeated."""
+    from toolweave_shell._output import LineBatcher
+
+    batcher = LineBatcher(max_partial=10)
+    assert batcher.feed(b"ab") == ("ab", "")
+    assert batcher.feed(b"c\nde") == ("c\nde", "abc")
+    assert batcher.take_partial() == "de"
+    assert batcher.feed(b"x" * 12) == ("x" * 12, "x" * 12)
+    assert batcher.feed(b"1\n" + b"y" * 11) == ("1\n" + "y" * 11, "1\n" + "y" * 11)
+    assert batcher.feed("é".encode()[:1]) == ("", "")
+    assert batcher.feed("é".encode()[1:] + b"\n") == ("é\n", "é")
+    assert batcher.feed(b"tail") == ("tail", "")
+    assert batcher.flush() == ("", "tail")
 
 
 async def test_runs_in_the_workspace_with_the_session_environment(

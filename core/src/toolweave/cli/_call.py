@@ -25,6 +25,7 @@ from toolweave.cli._common import (
 )
 
 if TYPE_CHECKING:
+    from toolweave.cli._ask import TerminalAskUser
     from toolweave.session import Session
     from toolweave.stream import CallResult, Progress
 
@@ -71,8 +72,12 @@ async def run_call(
     arguments: object,
     quiet: bool,
     seconds: float | None = None,
+    asker: TerminalAskUser | None = None,
 ) -> CallResult:
-    """Run one call in streaming mode, showing progress, honouring Ctrl-C and a time limit."""
+    """Run one call in streaming mode, showing progress, honouring Ctrl-C and a time limit.
+
+    ``asker``, when given, hides the spinner while it waits for an answer.
+    """
     from toolweave.errors import ErrorKind, ToolError
     from toolweave.stream import CallResult
 
@@ -84,6 +89,8 @@ async def run_call(
         if seconds is not None:
             tg.start_soon(_deadline, session, seconds, expired)
         spinner = err.status(f"[dim]{name} running…[/]") if err.is_terminal and not quiet else None
+        if asker is not None:
+            asker.spinner = spinner
         with spinner or contextlib.nullcontext():
             async with session.stream(name, arguments, CALL_ID) as items:
                 async for item in items:
@@ -123,11 +130,22 @@ def call(
     exclude: ExcludeOpt = None,
     json_: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not show progress.")] = False,
+    ask: Annotated[
+        bool | None,
+        typer.Option(
+            "--ask/--no-ask",
+            help="Answer the tool's questions (ask_user) on the terminal "
+            "[default: when standard input is a terminal].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run one tool on the current directory and print what the model would read.
 
     Streaming tools show their progress as it happens; Ctrl-C cancels the call cleanly
-    (exit 130). A failed call prints its error kind and exits with 1.
+    (exit 130). A failed call prints its error kind and exits with 1. When standard input
+    is a terminal (or with --ask), questions from ask_user are put to you there: answer
+    with a choice's number or your own words; an empty line declines.
 
     **Examples**
 
@@ -135,11 +153,15 @@ def call(
         toolweave call bash '{"command": "pytest -q"}'
         echo '{"pattern": "TODO"}' | toolweave call grep -
         toolweave call list_dir --json
+        toolweave call ask_user '{"question": "Deploy now?", "choices": ["y", "n"]}'
     """
     text = sys.stdin.read() if arguments == "-" else arguments
     toolset = build_toolset(load_packs(packs, exclude), config)
     session = toolset.session(workspace=workspace or Path.cwd())
-    result = anyio.run(run_call, session, name, text, quiet or json_, timeout)
+    if ask is None:
+        ask = arguments != "-" and _interactive()
+    asker = _terminal_asker(session) if ask else None
+    result = anyio.run(run_call, session, name, text, quiet or json_, timeout, asker)
     if json_:
         print_json(result.to_dict())
     elif result.error is None:
@@ -152,6 +174,23 @@ def call(
         if not json_:
             err.print(Text.assemble(("error: ", "bold red"), f"{kind}: {result.error.message}"))
         raise typer.Exit(EXIT_CANCELLED if kind == "cancelled" else 1)
+
+
+def _interactive() -> bool:
+    """Whether standard input is a terminal a person can answer on."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):
+        return False
+
+
+def _terminal_asker(session: Session) -> TerminalAskUser | None:
+    """Put ``session``'s questions to the terminal (``None``: toolweave-plan is missing)."""
+    try:
+        from toolweave.cli import _ask
+    except ImportError:
+        return None
+    return _ask.install(session, err, sys.stdin)
 
 
 def register(app: typer.Typer) -> None:

@@ -83,6 +83,7 @@ WorkspaceOpt = Annotated[
         "--workspace",
         "-w",
         help="Workspace root (default: the current directory).",
+        exists=True,
         file_okay=False,
         show_default=False,
     ),
@@ -118,9 +119,15 @@ def escape(text: str) -> str:
     return escape_markup(text)
 
 
-def _translate(exc: BaseException) -> CliError:
-    """The one-line form of an exception raised below a command."""
-    from toolweave.errors import ConfigError, PackLoadError, UsageError
+def _translate(exc: BaseException, command: str = "") -> CliError:
+    """The one-line form of an exception raised below ``command``."""
+    from toolweave.errors import (
+        ConfigError,
+        DuplicateToolError,
+        MissingResourceError,
+        PackLoadError,
+        UsageError,
+    )
 
     if isinstance(exc, CliError):
         return exc
@@ -132,8 +139,13 @@ def _translate(exc: BaseException) -> CliError:
         )
     if isinstance(exc, PackLoadError):
         return CliError(str(exc), "leave the pack out with --exclude NAME, or reinstall it")
+    if isinstance(exc, DuplicateToolError):
+        return CliError(str(exc), "two packs define one tool: leave one out with --exclude NAME")
+    if isinstance(exc, MissingResourceError):
+        return CliError(str(exc), "a pack's tool needs a resource this command does not provide")
     if isinstance(exc, UsageError):
-        return CliError(str(exc), "", 2)
+        where = f"toolweave {command}" if command else "toolweave"
+        return CliError(str(exc), f"see `{where} --help` for what it accepts", 2)
     if isinstance(exc, ModuleNotFoundError) and "pip install" in str(exc):
         return CliError(str(exc), "install the optional extra named above")
     if isinstance(exc, OSError):
@@ -160,7 +172,7 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
         except CliError as exc:
             _report(exc)
         except Exception as exc:
-            translated = _translate(exc)
+            translated = _translate(exc, fn.__name__.replace("_", "-"))
             if os.environ.get(DEBUG_ENV) == "1" and translated.hint.startswith("this is a bug"):
                 raise
             _report(translated)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,6 +21,7 @@ from toolweave.cli._common import (
     out,
     print_json,
 )
+from toolweave.errors import ToolweaveError
 
 if TYPE_CHECKING:
     from toolweave.toolset import ToolEntry, ToolSet
@@ -48,6 +50,9 @@ def packs(
 ) -> None:
     """List the installed packs: loaded, failed (with the error) or not selected.
 
+    Loading runs each pack's hooks, so a pack that breaks while registering its tools
+    is listed as failed too. Prints a table, or JSON with --json.
+
     **Examples**
 
         toolweave packs
@@ -57,7 +62,10 @@ def packs(
     from rich.table import Table
 
     manager = load_packs(packs, exclude)
-    manager.builder()  # runs register_tools, so failures inside hooks show too
+    # Run every hook, so that packs breaking in one show as failed too: register_tools
+    # while building, provide_resources when a session opens.
+    with contextlib.suppress(ToolweaveError):  # tools that do not build together: `check`
+        manager.builder().build().session()
     infos = list(manager.packs.values())
     if json_:
         print_json([info.to_dict() for info in infos])
@@ -88,8 +96,14 @@ def tools(
     table: Annotated[
         bool, typer.Option("--table", help="Print a table for people instead of JSON.")
     ] = False,
+    json_: Annotated[
+        bool, typer.Option("--json", help="Print JSON for scripts (the default).")
+    ] = False,
 ) -> None:
     """Print the tool definitions the model would get, as JSON in a provider's format.
+
+    The definitions are built from every loaded pack, or from --config when given. JSON
+    is the default (--json says so explicitly); --table prints a summary for people.
 
     **Examples**
 
@@ -98,6 +112,8 @@ def tools(
         toolweave tools --format openai-strict --config toolweave.toml
         toolweave tools --table
     """
+    if table and json_:
+        fail("--table and --json exclude each other", "pick one (JSON is the default)", 2)
     toolset = build_toolset(load_packs(packs, exclude), config)
     definitions = toolset.definitions(format)
     if not table:
@@ -186,6 +202,9 @@ def describe(
 ) -> None:
     """Show one tool: where it comes from, what it does, its arguments and params.
 
+    The description is the one the model reads, rendered in full; --json adds the
+    input schema.
+
     **Examples**
 
         toolweave describe read_file
@@ -226,7 +245,7 @@ def describe(
     out.print(f"[bold]{entry.name}[/]  [dim]{tool.fqid} v{tool.version} · {escape(tool.origin)}[/]")
     out.print(f"kind {entry.kind.value} · {' · '.join(flags)}")
     out.print()
-    out.print(Markdown(entry.description))
+    out.print(Markdown(entry.description), soft_wrap=False)  # wrap list items, never crop
     out.print()
     grid = Table(title="arguments", title_justify="left", box=None, pad_edge=False)
     for column in ("name", "type", "required", "default", "description"):

@@ -75,6 +75,9 @@ def new_pack(
 ) -> None:
     """Create a new pack distribution: pyproject with the entry point, src layout, an example tool, tests.
 
+    The pack lands in toolweave-NAME/ (import package toolweave_NAME, entry point NAME);
+    its tests include toolweave's conformance checks and pass as created.
+
     **Examples**
 
         toolweave new-pack weather

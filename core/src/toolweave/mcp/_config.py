@@ -43,6 +43,18 @@ DEFAULT_POLL_MS = 60_000
 """Milliseconds between re-reads of a server's tool list (besides list_changed)."""
 
 _COMMON_FORM_KEYS = frozenset({"type", "command", "args", "env", "cwd", "url", "headers"})
+_FILE_TYPES = "`stdio` or `http` (streamable HTTP)"
+"""The transports a file may name (``memory`` servers exist only in code)."""
+
+
+class _FieldProblem(ValueError):
+    """A problem of the whole entry that one field stands for (reported at that field)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 _TYPE_ALIASES = {"streamable-http": "http", "streamable_http": "http", "streamableHttp": "http"}
 
 
@@ -109,16 +121,25 @@ class ServerConfig(BaseModel):
     def _check_transport(self) -> ServerConfig:
         if self.type == "stdio":
             if not self.command:
-                raise ValueError("a stdio server needs `command`")
+                raise _FieldProblem("command", "a stdio server needs `command`")
             if self.url is not None or self.headers:
-                raise ValueError("`url` and `headers` belong to http servers, not stdio ones")
+                field = "url" if self.url is not None else "headers"
+                raise _FieldProblem(
+                    field, "`url` and `headers` belong to http servers, not stdio ones"
+                )
         elif self.type == "http":
             if not self.url:
-                raise ValueError("an http server needs `url`")
+                raise _FieldProblem("url", "an http server needs `url`")
             if not self.url.startswith(("http://", "https://")):
-                raise ValueError(f"`url` must start with http:// or https://, got {self.url!r}")
-            if self.command is not None or self.args or self.env or self.cwd is not None:
-                raise ValueError("`command`, `args`, `env` and `cwd` belong to stdio servers")
+                raise _FieldProblem(
+                    "url", f"`url` must start with http:// or https://, got {self.url!r}"
+                )
+            stdio = {"command": self.command, "args": self.args, "env": self.env, "cwd": self.cwd}
+            given = [name for name, value in stdio.items() if value]
+            if given:
+                raise _FieldProblem(
+                    given[0], "`command`, `args`, `env` and `cwd` belong to stdio servers"
+                )
         elif self.server is None:
             raise ValueError("a memory server is created in code with ServerConfig.in_process()")
         return self
@@ -260,12 +281,18 @@ def parse_servers(data: Any, *, source: str = "configuration") -> dict[str, Serv
                 for err in exc.errors(include_url=False):
                     loc = ".".join(str(p) for p in err.get("loc", ()))
                     kind = err.get("type", "")
+                    actual = err.get("input") if kind != "extra_forbidden" else None
+                    cause = (err.get("ctx") or {}).get("error")
                     if kind == "extra_forbidden":
                         message = f"unknown key `{loc}`"
+                    elif loc == "type" and kind == "literal_error":
+                        message = f"`type` must be {_FILE_TYPES}"
                     else:
                         message = str(err.get("msg", "invalid value"))
                         message = message.removeprefix("Value error, ")
-                    actual = err.get("input") if kind != "extra_forbidden" else None
+                    if not loc and isinstance(cause, _FieldProblem):
+                        loc = cause.field
+                        actual = prepared.get(loc)
                     issues.append(_issue(server_id, root, loc, message, actual=actual))
     if issues:
         raise ConfigError(issues)

@@ -16,6 +16,7 @@ from toolweave.plugins import hookspecs
 
 if TYPE_CHECKING:
     from toolweave.builder import ToolSetBuilder
+    from toolweave.config import ToolSetConfig
     from toolweave.resources import Resources
     from toolweave.session import Session
     from toolweave.toolset import ToolSet
@@ -33,6 +34,10 @@ ENV_AUTOLOAD = "TOOLWEAVE_AUTOLOAD"
 """Set to ``0`` to load no pack from entry points unless the host names it."""
 
 Status = Literal["loaded", "failed", "not selected"]
+
+_PACK_FAILURES = (Exception, SystemExit)
+"""What a pack may raise without taking the host down (a pack calling ``sys.exit()``
+included); ``KeyboardInterrupt`` still stops the host."""
 
 
 @dataclass
@@ -169,7 +174,7 @@ class PackManager:
         try:
             pack = load()
             self.pm.register(pack, name=info.name)
-        except Exception as exc:
+        except _PACK_FAILURES as exc:
             self._fail(info, exc, "import")
             return
         info.status = "loaded"
@@ -191,9 +196,11 @@ class PackManager:
     ) -> Iterable[tuple[PackInfo, Callable[[], Any]]]:
         caller = getattr(self.pm.hook, hook)
         by_plugin = {id(impl.plugin): impl for impl in caller.get_hookimpls()}
-        for info in self.loaded:
+        for info in list(self.packs.values()):
+            # Registered packs: loaded ones, and those whose provide_resources failed
+            # (they keep their tools; a pack failing earlier is unregistered).
             plugin = self.pm.get_plugin(info.name)
-            impl = by_plugin.get(id(plugin))
+            impl = by_plugin.get(id(plugin)) if plugin is not None else None
             if impl is None:
                 continue
             args = {name: kwargs[name] for name in impl.argnames}
@@ -210,7 +217,7 @@ class PackManager:
                 builder.origin = info.origin
                 try:
                     call()
-                except Exception as exc:
+                except _PACK_FAILURES as exc:
                     removed = builder.remove_origin(info.origin)
                     info.tools = [t for t in info.tools if t not in removed]
                     self._fail(info, exc, hook)
@@ -227,17 +234,20 @@ class PackManager:
                     builder.origin = "host"
 
     def provide_resources(self, resources: Resources, session: Session) -> None:
-        """Call every loaded pack's ``provide_resources`` for a new session."""
+        """Call every loaded pack's ``provide_resources`` for a new session.
+
+        A pack that raises is marked failed with its error (so listings show it) but
+        keeps its tools: they stay in the sets built with it, and this hook is still
+        called for later sessions. Its tools may lack what the hook did not provide;
+        they then fail as ``unavailable``, naming what is missing.
+        """
         for info, call in self._each(
             "provide_resources", {"resources": resources, "session": session}
         ):
             try:
                 call()
-            except Exception as exc:
-                error = PackLoadError(info.name, info.dist_label, exc, "provide_resources")
-                if self.strict:
-                    raise error from exc
-                logger.warning("%s", error)
+            except _PACK_FAILURES as exc:
+                self._fail(info, exc, "provide_resources")
 
     def builder(self) -> ToolSetBuilder:
         """A builder holding every loaded pack's tools and reminders."""
@@ -247,9 +257,12 @@ class PackManager:
         self.register_tools(builder)
         return builder
 
-    def build(self) -> ToolSet:
-        """Shortcut: ``self.builder().build()``."""
-        return self.builder().build()
+    def build(
+        self, config: ToolSetConfig | Mapping[str, Any] | None = None, **options: Any
+    ) -> ToolSet:
+        """Shortcut: ``self.builder().build(config, **options)`` (see
+        :meth:`ToolSetBuilder.build <toolweave.ToolSetBuilder.build>`)."""
+        return self.builder().build(config, **options)
 
 
 def load_packs(

@@ -184,9 +184,7 @@ class SessionState:
             found = self._lock_of[model] = (key, lock)
         return found
 
-    def locks(
-        self, models: tuple[type[BaseModel], ...]
-    ) -> tuple[tuple[str, anyio.Semaphore], ...]:
+    def locks(self, models: tuple[type[BaseModel], ...]) -> tuple[tuple[str, anyio.Semaphore], ...]:
         """The keys and locks of ``models``, one per key, sorted by key: every call
         takes the locks it needs in this one order, so two calls never wait on each
         other crosswise."""

@@ -23,8 +23,9 @@ def toolweave_session(tmp_path: Path) -> Callable[..., Session]:
 
     ``toolweave_session("fs", "search")`` loads those packs through their entry points
     (strictly: a broken pack fails the test) and returns a session whose workspace is
-    the test's ``tmp_path``. Keyword arguments go to :meth:`ToolSet.session`; a
-    ``config`` keyword is passed to the build.
+    the test's ``tmp_path``, in debug mode (a tool emitting a notification it did not
+    declare fails the test). Keyword arguments go to :meth:`ToolSet.session`
+    (``debug=False`` turns debug mode off); a ``config`` keyword is passed to the build.
     """
     from toolweave.plugins import PackManager
 
@@ -35,6 +36,7 @@ def toolweave_session(tmp_path: Path) -> Callable[..., Session]:
         if missing:
             raise LookupError(f"packs not installed: {', '.join(missing)}")
         options.setdefault("workspace", tmp_path)
+        options.setdefault("debug", True)
         return manager.builder().build(config).session(**options)
 
     return make

@@ -33,7 +33,10 @@ class Greet(Tool[GreetArgs, Greeting]):
     id = "greet"
     namespace = "NAME"
     kind = Kind.OTHER
-    description = "Greet someone by name."
+    description = (
+        "Greet someone by name and get the greeting back as text. Do not use it to send "
+        "messages or to talk to the user: it only builds the greeting."
+    )
     capabilities = Capabilities(read_only=True, scope="none", blocking=False)
 
     async def run(self, ctx: Context, args: GreetArgs) -> Greeting:

@@ -15,6 +15,7 @@ import functools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sysconfig
 import tempfile
@@ -108,16 +109,25 @@ async def _json_lines(process: anyio.abc.Process) -> AsyncIterator[bytes]:
         yield pending
 
 
+_STOP = getattr(signal, "SIGKILL", signal.SIGTERM)
+
+
 async def _finish(process: anyio.abc.Process, early: bool) -> tuple[int | None, str]:
-    """Stop (when ``early``) and reap ripgrep; returns its exit code and error text."""
+    """Stop (when ``early``) and reap ripgrep; returns its exit code and error text.
+
+    The event loop's child watcher is the only one that reaps: the signal goes out with
+    ``os.kill``, because ``process.kill()`` polls the process first and, when ripgrep has
+    just exited, reaps it behind the watcher's back ("Unknown child process pid").
+    """
     with anyio.CancelScope(shield=True):
         if early and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                process.kill()
+                os.kill(process.pid, _STOP)
         errors = b""
         if process.stderr is not None:
             with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
                 errors = await process.stderr.receive(65536)
+        await process.wait()
         await process.aclose()
     return process.returncode, errors.decode("utf-8", "replace")
 

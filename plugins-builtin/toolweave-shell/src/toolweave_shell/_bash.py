@@ -23,7 +23,7 @@ from toolweave import (
 )
 
 from toolweave_shell._notify import EXECUTION_NOTIFICATIONS, notify_end
-from toolweave_shell._output import CappedText, LineBatcher
+from toolweave_shell._output import PROGRESS_MAX_CHARS, CappedText, LineBatcher, cap_text
 from toolweave_shell._tasks import ShellTasks, start_background
 from toolweave_shell._terminal import LocalTerminal, RunningCommand, Terminal
 
@@ -33,6 +33,13 @@ _POLL = 0.25
 """Seconds between checks whether the shell ended while its output pipe stays open."""
 _DRAIN = 0.5
 """Seconds to keep reading after the shell ended, for output still in the pipe."""
+TIMEOUT_TAIL_CHARS = 4_000
+"""How much of the end of its output a command that timed out shows in its error."""
+
+
+def _progress(message: str) -> Progress:
+    """A progress item of command output, cut to its head and tail when very long."""
+    return Progress(message=cap_text(message, PROGRESS_MAX_CHARS)[0])
 
 
 class BashArgs(BaseModel):
@@ -117,21 +124,18 @@ class BashOutput(ToolOutput):
     truncated: bool = False
     """Whether the middle of the output was left out."""
 
-    timed_out: bool = False
-    """Whether the command ran out of time and was stopped."""
-
     task_id: str | None = None
     """The background task's id, when the command was started in the background."""
 
     note: str | None = None
-    """What else happened, for the model (a stop, processes left running, a task)."""
+    """What else happened, for the model (processes left running, a task)."""
 
     def to_model(self) -> str:
         """The output, then how the command ended when that is not a plain success."""
         if self.task_id is not None:
             return self.note or f"Started background task {self.task_id}."
         parts = [self.output.rstrip("\n")] if self.output.strip() else []
-        if self.timed_out or (self.exit_code != 0):
+        if self.exit_code != 0:
             parts.append(f"[{describe_exit(self.exit_code)}]")
         elif not parts:
             parts.append("(no output; exit code 0)")
@@ -246,6 +250,7 @@ async def _follow(
     lines = LineBatcher()
     timed_out = False
     leftovers = False
+    strays = False
     finished = False
     exited_at: float | None = None
     try:
@@ -262,20 +267,25 @@ async def _follow(
             chunk: bytes | None = None
             with anyio.move_on_after(min(deadline - now, _POLL)):
                 chunk = await process.receive()
-            if chunk is None:
+            if chunk is None:  # quiet for a while: show a partial line ("waiting...")
+                partial = lines.take_partial()
+                if partial:
+                    yield _progress(partial)
                 continue
             if not chunk:
                 break
             decoded, complete = lines.feed(chunk)
             text.append(decoded)
             if complete:
-                yield Progress(message=complete)
+                yield _progress(complete)
         if timed_out or leftovers:
             await process.kill()
+        else:
+            strays = await process.stop_leftovers()
         rest, last = lines.flush()
         text.append(rest)
         if last:
-            yield Progress(message=last)
+            yield _progress(last)
         await process.aclose()
         finished = True
     finally:
@@ -284,16 +294,15 @@ async def _follow(
                 await process.aclose()
     code = process.returncode
     note = None
-    if timed_out:
-        seconds = limit_ms / 1000
-        note = (
-            f"timed out after {seconds:g} s: the command and the processes it started were "
-            "stopped; run long commands in the background or give a longer timeout"
-        )
-    elif leftovers:
+    if leftovers:
         note = (
             "the command left processes running that kept its output open; they were "
             "stopped (use is_background for servers and watchers)"
+        )
+    elif strays:
+        note = (
+            "the command left processes running after it ended; they were stopped "
+            "(use is_background for servers and watchers)"
         )
     notify_end(
         ctx,
@@ -306,10 +315,22 @@ async def _follow(
             "duration_ms": int((time.monotonic() - started) * 1000),
         },
     )
-    yield BashOutput(
-        output=text.text(),
-        exit_code=code,
-        truncated=text.truncated,
-        timed_out=timed_out,
-        note=note,
+    if timed_out:
+        raise _timed_out(ctx, limit_ms, text.text())
+    yield BashOutput(output=text.text(), exit_code=code, truncated=text.truncated, note=note)
+
+
+def _timed_out(ctx: Context, limit_ms: int, output: str) -> ToolError:
+    """The ``timeout`` error of a command that ran out of time, ending with the last
+    ``TIMEOUT_TAIL_CHARS`` of its output (what the model needs to see where it hung)."""
+    name = ctx.entry.name if ctx.entry is not None else "bash"
+    message = (
+        f"{name} timed out after {limit_ms / 1000:g} s: the command and the processes it "
+        "started were stopped; run long commands in the background or give a longer timeout."
     )
+    tail = output.rstrip("\n")
+    if not tail.strip():
+        return ToolError(ErrorKind.TIMEOUT, f"{message}\nIt printed nothing.")
+    if len(tail) > TIMEOUT_TAIL_CHARS:
+        tail = "[... earlier output left out ...]\n" + tail[-TIMEOUT_TAIL_CHARS:]
+    return ToolError(ErrorKind.TIMEOUT, f"{message}\nIts output until then:\n{tail}")

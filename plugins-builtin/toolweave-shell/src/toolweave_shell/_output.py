@@ -5,7 +5,10 @@ from __future__ import annotations
 import codecs
 from collections import deque
 
-__all__ = ["CappedText", "LineBatcher", "cap_text", "omission_marker"]
+__all__ = ["PROGRESS_MAX_CHARS", "CappedText", "LineBatcher", "cap_text", "omission_marker"]
+
+PROGRESS_MAX_CHARS = 8192
+"""The longest progress message; longer ones keep their head and tail."""
 
 
 def omission_marker(chars: int, lines: int) -> str:
@@ -96,31 +99,52 @@ class CappedText:
 class LineBatcher:
     """Turns raw output chunks into text: decoded as UTF-8, split on complete lines.
 
-    ``feed`` returns the decoded text of a chunk (for the final output) and the lines
-    completed by it (for progress items); a partial last line waits for the next chunk
-    or for :meth:`flush`.
+    ``feed`` returns the decoded text of a chunk (for the final output) and the text to
+    report now (for progress items): the lines completed by the chunk, or everything
+    pending once a partial line grows past ``max_partial`` characters. A shorter
+    partial line waits for the next chunk, for :meth:`take_partial` (the caller saw no
+    output for a while) or for :meth:`flush`. Pending text is kept in pieces, so a huge
+    line costs linear time, never repeated concatenation.
+
+    Args:
+        max_partial: How long a partial line may grow before it is reported anyway.
     """
 
-    __slots__ = ("_decoder", "_partial")
+    __slots__ = ("_decoder", "_parts", "_pending", "max_partial")
 
-    def __init__(self) -> None:
+    def __init__(self, max_partial: int = 4096) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._partial = ""
+        self._parts: list[str] = []
+        self._pending = 0
+        self.max_partial = max_partial
 
     def feed(self, chunk: bytes) -> tuple[str, str]:
-        """Decode ``chunk``; returns ``(text, completed_lines)``."""
+        """Decode ``chunk``; returns ``(text, to_report)``."""
         text = self._decoder.decode(chunk)
-        pending = self._partial + text
-        cut = pending.rfind("\n")
+        cut = text.rfind("\n")
         if cut < 0:
-            self._partial = pending
-            return text, ""
-        self._partial = pending[cut + 1 :]
-        return text, pending[:cut]
+            self._parts.append(text)
+            self._pending += len(text)
+            return text, self.take_partial() if self._pending >= self.max_partial else ""
+        rest = text[cut + 1 :]
+        if len(rest) >= self.max_partial:
+            self._parts.append(text)
+            return text, self.take_partial()
+        self._parts.append(text[:cut])
+        done = "".join(self._parts)
+        self._parts = [rest] if rest else []
+        self._pending = len(rest)
+        return text, done
+
+    def take_partial(self) -> str:
+        """The pending partial line (``""`` when none), which is then no longer pending."""
+        partial = "".join(self._parts)
+        self._parts = []
+        self._pending = 0
+        return partial
 
     def flush(self) -> tuple[str, str]:
         """End of output: the rest of the text, and the last (unterminated) line."""
         text = self._decoder.decode(b"", final=True)
-        rest = self._partial + text
-        self._partial = ""
-        return text, rest
+        self._parts.append(text)
+        return text, self.take_partial()

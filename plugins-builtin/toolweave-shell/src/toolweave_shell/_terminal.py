@@ -19,7 +19,14 @@ from typing import Any, Protocol
 import anyio
 import anyio.abc
 
-from toolweave_shell._procs import boot_id, kill_group, process_alive, start_ticks
+from toolweave_shell._procs import (
+    boot_id,
+    group_alive,
+    kill_group,
+    process_alive,
+    signal_group,
+    start_ticks,
+)
 
 __all__ = [
     "BackgroundProcess",
@@ -55,8 +62,25 @@ class RunningCommand(Protocol):
         """Stop the whole process group (children and grandchildren), even when cancelled."""
         ...
 
+    async def stop_leftovers(self) -> bool:
+        """Once the output has ended: let the shell exit, then stop what it left running.
+
+        Processes the command started in its process group and left behind (``cmd &``
+        with its output redirected) are stopped; so is a shell that closed its output
+        but does not exit. Runs even when cancelled.
+
+        Returns:
+            Whether any process was left running (and so was stopped).
+        """
+        ...
+
     async def aclose(self) -> None:
-        """Release the pipe and reap the process (stopping it first if it still runs)."""
+        """Release the pipe and reap the process, even when cancelled.
+
+        A command still running here was given up (its call was cancelled or failed,
+        or its stream was closed early): stop its whole group at once, with no more
+        than a short grace, so that the cancelled call returns promptly.
+        """
         ...
 
 
@@ -138,15 +162,24 @@ class LocalTerminal(Terminal):
 
     Args:
         shell: The shell that runs ``shell -c command`` (default: ``bash``, else ``sh``).
-        kill_grace: Seconds a process group gets to exit after SIGTERM before SIGKILL.
+        kill_grace: Seconds a process group gets to exit after SIGTERM before SIGKILL
+            when a command is stopped on purpose (it ran out of time, a task is killed).
+        cancel_grace: The same when a command is given up (its call cancelled, its
+            stream closed early): short, so that a cancelled call returns at once.
     """
 
-    def __init__(self, *, shell: str | None = None, kill_grace: float = 2.0) -> None:
+    def __init__(
+        self, *, shell: str | None = None, kill_grace: float = 2.0, cancel_grace: float = 0.1
+    ) -> None:
         self.shell = shell or default_shell()
         self.kill_grace = kill_grace
+        self.cancel_grace = min(cancel_grace, kill_grace)
 
     def __repr__(self) -> str:
-        return f"LocalTerminal(shell={self.shell!r}, kill_grace={self.kill_grace!r})"
+        return (
+            f"LocalTerminal(shell={self.shell!r}, kill_grace={self.kill_grace!r}, "
+            f"cancel_grace={self.cancel_grace!r})"
+        )
 
     async def run(self, command: str, *, cwd: Path, env: Mapping[str, str]) -> RunningCommand:
         """See :meth:`Terminal.run`."""
@@ -159,7 +192,7 @@ class LocalTerminal(Terminal):
             env=dict(env),
             start_new_session=True,
         )
-        return _PipedProcess(process, self.kill_grace)
+        return _PipedProcess(process, self.kill_grace, self.cancel_grace)
 
     def spawn(
         self,
@@ -203,11 +236,12 @@ class LocalTerminal(Terminal):
 class _PipedProcess:
     """A foreground command started by :class:`LocalTerminal`."""
 
-    __slots__ = ("_grace", "_process")
+    __slots__ = ("_cancel_grace", "_grace", "_process")
 
-    def __init__(self, process: anyio.abc.Process, grace: float) -> None:
+    def __init__(self, process: anyio.abc.Process, grace: float, cancel_grace: float) -> None:
         self._process = process
         self._grace = grace
+        self._cancel_grace = cancel_grace
 
     @property
     def pid(self) -> int:
@@ -228,10 +262,22 @@ class _PipedProcess:
     async def kill(self) -> None:
         await kill_group(self._process.pid, self._grace)
 
+    async def stop_leftovers(self) -> bool:
+        pgid = self._process.pid
+        left = False
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(self._grace):
+                await self._process.wait()
+            # Reaped, the shell no longer holds its id: a group still there is what it left.
+            left = signal_group(pgid, 0) and group_alive(pgid)
+            if left:
+                await kill_group(pgid, self._grace)
+        return left
+
     async def aclose(self) -> None:
         with anyio.CancelScope(shield=True):
             if self._process.returncode is None:
-                await self.kill()
+                await kill_group(self._process.pid, self._cancel_grace)
             await self._process.aclose()
 
 

@@ -1,0 +1,160 @@
+"""A pack cannot take the host down: sys.exit() and failing hooks are reported."""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from pathlib import Path
+
+import importlib_metadata
+import pytest
+from pydantic import BaseModel
+from toolweave import (
+    Context,
+    PackLoadError,
+    PackManager,
+    Resources,
+    Session,
+    Tool,
+    ToolSetBuilder,
+    hookimpl,
+)
+
+
+class NoArgs(BaseModel):
+    """No arguments."""
+
+
+class Needy(Tool[NoArgs, str]):
+    """Reads a resource its pack provides per session."""
+
+    id = "needy"
+
+    async def run(self, ctx: Context, args: NoArgs) -> str:
+        """Say what the pack provided."""
+        return ctx.require(Path).name
+
+
+class FlakyResources:
+    """Registers a tool; its provide_resources fails for the first session only."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    @hookimpl
+    def register_tools(self, builder: ToolSetBuilder) -> None:
+        """Add the tool."""
+        builder.add(Needy)
+
+    @hookimpl
+    def provide_resources(self, resources: Resources, session: Session) -> None:
+        """Fail once, then provide."""
+        self.calls += 1
+        if self.calls == 1:
+            raise SystemExit("no resources today")
+        resources.insert(Path("provided"), Path)
+
+
+class ExitingHook:
+    """Calls sys.exit() while registering its tools."""
+
+    @hookimpl
+    def register_tools(self, builder: ToolSetBuilder) -> None:
+        """Register, then exit."""
+        builder.add(Needy)
+        raise SystemExit(3)
+
+
+@pytest.fixture
+def exiting_packs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Pack modules on sys.path declared as entry points: one calls sys.exit() at import,
+    one raises KeyboardInterrupt, one is fine."""
+    tag = uuid.uuid4().hex[:8]
+    sources = {
+        "exits": "import sys\nsys.exit('bye')\n",
+        "interrupts": "raise KeyboardInterrupt\n",
+        "fine": """
+            from toolweave import hookimpl
+
+            @hookimpl
+            def register_tools(builder):
+                pass
+            """,
+    }
+    modules = {key: f"tw{key}_{tag}" for key in sources}
+    for key, module in modules.items():
+        (tmp_path / f"{module}.py").write_text(textwrap.dedent(sources[key]))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eps = importlib_metadata.EntryPoints(
+        importlib_metadata.EntryPoint(name=key, value=module, group="toolweave.packs")
+        for key, module in modules.items()
+    )
+    monkeypatch.setattr(importlib_metadata, "entry_points", lambda **kw: eps)
+    return modules
+
+
+def test_sys_exit_at_import_fails_the_pack_not_the_host(exiting_packs: dict[str, str]) -> None:
+    """A pack calling sys.exit() at import is failed with the exit; the others load."""
+    packs = PackManager()
+    packs.discover(exclude=["interrupts"], environ={})
+    exits = packs.packs["exits"]
+    assert exits.status == "failed"
+    assert exits.error is not None
+    assert exits.error.stage == "import"
+    assert isinstance(exits.error.cause, SystemExit)
+    assert packs.packs["fine"].status == "loaded"
+    with pytest.raises(PackLoadError):
+        PackManager(strict=True).discover(include=["exits"], environ={})
+
+
+def test_keyboard_interrupt_still_stops_the_host(exiting_packs: dict[str, str]) -> None:
+    """Ctrl-C during a pack's import is not swallowed."""
+    with pytest.raises(KeyboardInterrupt):
+        PackManager().discover(include=["interrupts"], environ={})
+
+
+def test_sys_exit_in_a_hook_is_a_failed_pack() -> None:
+    """sys.exit() inside register_tools fails the pack and rolls back its tools."""
+    packs = PackManager()
+    packs.add("exiting", ExitingHook())
+    toolset = packs.build()
+    assert toolset.names == []
+    info = packs.packs["exiting"]
+    assert info.status == "failed"
+    assert info.error is not None
+    assert info.error.stage == "register_tools"
+
+
+@pytest.mark.anyio
+async def test_failing_provide_resources_is_visible_and_the_pack_keeps_its_tools(
+    tmp_path: Path,
+) -> None:
+    """provide_resources raising marks the pack failed with the error; its tools stay,
+    fail as unavailable where the resource is missing, and work in later sessions."""
+    pack = FlakyResources()
+    packs = PackManager()
+    packs.add("flaky", pack)
+    toolset = packs.build()
+    first = toolset.session(workspace=tmp_path)
+    info = packs.packs["flaky"]
+    assert info.status == "failed"
+    assert info.error is not None
+    assert info.error.stage == "provide_resources"
+    assert "no resources today" in str(info.error)
+    assert packs.failed == [info]
+    assert info.to_dict()["error"] == str(info.error)
+    missing = await first.call("needy", {})
+    assert missing.error is not None
+    assert missing.error.kind == "unavailable"
+    second = toolset.session(workspace=tmp_path)
+    assert (await second.call("needy", {})).text == "provided"
+    assert packs.build().names == ["needy"]
+
+
+def test_pack_manager_build_passes_its_arguments_to_the_builder() -> None:
+    """PackManager.build(config, **options) is builder().build(config, **options)."""
+    packs = PackManager()
+    packs.add("flaky", FlakyResources())
+    toolset = packs.build({"tools": [{"id": "needy", "name": "Needy"}]}, remote=["needy"])
+    assert toolset.names == ["Needy"]
+    assert [(s.source, s.reason) for s in toolset.report.skipped] == [("remote", "id_conflict")]
