@@ -359,3 +359,41 @@ def test_decorated_model_is_built_lazily() -> None:
     erased = erase(lazy)
     erased.parse({"x": 1})
     assert lazy.args_model.__pydantic_complete__ is True
+
+
+def _many_tools(count: int, *, requires: str | None = None) -> list[Any]:
+    """Distinct decorated tools, as a large pack would register them."""
+    tools: list[Any] = []
+    for i in range(count):
+
+        async def fn(a: str, b: int = 0) -> str:
+            """Join."""
+            return f"{a}:{b}"
+
+        fn.__name__ = f"t{i}"
+        tools.append(tool(fn, requires=requires if i == 0 else None))
+    return tools
+
+
+async def test_decorated_args_models_are_created_only_when_used(make_session: Any) -> None:
+    """Building a set of many @tool tools creates no Args model; a call creates the called
+    tool's model only, and the definitions create the rest."""
+    tools = _many_tools(200)
+    session = make_session(*tools)
+    assert not any("args_model" in t.__dict__ for t in tools)
+    result = await session.call("t150", '{"a": "x", "b": 2}')
+    assert result.output == "x:2"
+    assert [i for i, t in enumerate(tools) if "args_model" in t.__dict__] == [150]
+    defs = session.definitions("openai")
+    assert len(defs) == 200
+    assert set(defs[7]["function"]["parameters"]["properties"]) == {"a", "b"}
+    assert all("args_model" in t.__dict__ for t in tools)
+
+
+def test_a_requirement_reads_fields_of_lazy_tools(make_session: Any) -> None:
+    """A requirement over argument names still sees the fields of tools whose Args model
+    was not created yet."""
+    met = make_session(*_many_tools(3, requires="schema:t2.a"))
+    assert [d["function"]["name"] for d in met.definitions("openai")] == ["t0", "t1", "t2"]
+    unmet = make_session(*_many_tools(3, requires="schema:t2.zzz"))
+    assert [d["function"]["name"] for d in unmet.definitions("openai")] == ["t1", "t2"]

@@ -424,6 +424,8 @@ class _Planner:
         unless the tools that unresolved entries stand for would meet it (the problem is
         theirs, and reported already).
         """
+        if not any(p.tool is not None and p.tool.requires for p in planned):
+            return list(planned)  # nothing to check: no facts (nor Args models) needed
         ext_facts = tuple(ToolFacts.of(c.item, name=c.name) for c in external)
         current = list(planned)
         while True:
@@ -603,8 +605,13 @@ class _Planner:
             entries.append(ToolEntry(c.name, c.item, timeout=timeout))
         kept_reminders: list[Any] = []
         if cfg.reminders:
-            view = SetView.from_entries(entries)
-            kept_reminders = [r for r, e in reminder_exprs if e is None or e.evaluate(view)]
+            # The view (facts of every entry) is built only when some reminder asks.
+            view = None
+            for r, e in reminder_exprs:
+                if e is not None and view is None:
+                    view = SetView.from_entries(entries)
+                if e is None or e.evaluate(view):
+                    kept_reminders.append(r)
         return self.finish(entries, kept_reminders)
 
     def finish(self, entries: list[ToolEntry], reminders: list[Any]) -> BuildPlan:

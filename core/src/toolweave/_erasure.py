@@ -7,6 +7,7 @@ schemas and validators are built lazily, on first use, and then cached.
 
 from __future__ import annotations
 
+import inspect
 import json
 import reprlib
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -18,7 +19,15 @@ from pydantic import BaseModel, ConfigDict, RootModel, TypeAdapter, ValidationEr
 from pydantic_core import to_jsonable_python
 
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.tool import READ_ONLY_KINDS, Capabilities, FunctionTool, Kind, Lifecycle, Tool
+from toolweave.tool import (
+    READ_ONLY_KINDS,
+    Capabilities,
+    FunctionTool,
+    Kind,
+    Lifecycle,
+    Tool,
+    _LazyArgs,
+)
 
 __all__ = [
     "ErasedTool",
@@ -116,10 +125,11 @@ class ErasedTool:
     """
 
     __slots__ = (
+        "_args_model",
+        "_args_of",
         "_schema",
         "_validate_json",
         "_validate_python",
-        "args_model",
         "capabilities",
         "concurrency_safe",
         "conflicts",
@@ -160,6 +170,7 @@ class ErasedTool:
         is_coroutine: bool,
         finish: Callable[[Any], tuple[Any, str]],
         args_model: type[BaseModel] | None = None,
+        args_of: type[Any] | None = None,
         schema: dict[str, Any] | None = None,
         validate_python: Callable[[Any], Any] | None = None,
         origin: str = "host",
@@ -189,7 +200,8 @@ class ErasedTool:
         self.streaming = open_stream is not None
         self.is_coroutine = is_coroutine
         self.finish = finish
-        self.args_model = args_model
+        self._args_model = args_model
+        self._args_of = args_of
         self._schema = schema
         self.origin = origin
         self.source = source
@@ -203,7 +215,7 @@ class ErasedTool:
         self.replacement = replacement
         self.emitted_notifications = emitted_notifications
         self.tool = tool
-        if args_model is not None:
+        if args_model is not None or args_of is not None:
             self._validate_json: Callable[[Any], Any] = self._bootstrap_json
             self._validate_python: Callable[[Any], Any] = self._bootstrap_python
         else:
@@ -215,6 +227,15 @@ class ErasedTool:
         return f"<ErasedTool {self.fqid} from {self.origin}>"
 
     # -- arguments ----------------------------------------------------------------
+
+    @property
+    def args_model(self) -> type[BaseModel] | None:
+        """The ``Args`` model (``None`` for JSON-only tools); read from the tool class on
+        first access when the class creates it lazily (see :func:`toolweave.tool`)."""
+        model = self._args_model
+        if model is None and self._args_of is not None:
+            model = self._args_model = self._args_of.args_model
+        return model
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -374,8 +395,9 @@ def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> 
     tool_id = getattr(cls, "id", None)
     if not isinstance(tool_id, str) or not tool_id:
         raise TypeError(f"{cls.__qualname__} has no id")
-    args_model = getattr(cls, "args_model", None)
-    if not (isinstance(args_model, type) and issubclass(args_model, BaseModel)):
+    lazy = isinstance(inspect.getattr_static(cls, "args_model", None), _LazyArgs)
+    args_model = None if lazy else getattr(cls, "args_model", None)
+    if not lazy and not (isinstance(args_model, type) and issubclass(args_model, BaseModel)):
         raise TypeError(
             f"tool {tool_id!r}: declare the Args model as Tool[Args, Output] or args_model"
         )
@@ -402,6 +424,7 @@ def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> 
         is_coroutine=is_coroutine,
         finish=_finisher(cls.output_type),
         args_model=args_model,
+        args_of=cls if lazy else None,
         origin=origin,
         params_type=cls.params,
         state_types=_state_models(tool_id, cls.state),

@@ -285,12 +285,39 @@ def _is_context_param(param: inspect.Parameter, hints: dict[str, Any]) -> bool:
     return hint is Context or param.name == "ctx"
 
 
+class _LazyArgs:
+    """The ``Args`` model of a function tool, created from its signature on first access.
+
+    Creating a pydantic model costs far more than the rest of :func:`tool`; a set of
+    many tools pays it only for the tools it calls or lists. The model replaces this
+    descriptor on the tool class once created.
+    """
+
+    def __get__(self, obj: object, owner: type[FunctionTool]) -> type[BaseModel]:
+        spec = owner.__dict__.get("args_spec")
+        if spec is None:
+            raise AttributeError(f"{owner.__qualname__} has no Args model")
+        name, module, fields = spec
+        model = create_model(
+            name,
+            __config__=ConfigDict(extra="forbid", defer_build=True),
+            __doc__=None,
+            __module__=module,
+            **fields,
+        )
+        owner.args_model = model  # type: ignore[assignment]
+        return model
+
+
 class FunctionTool(Tool[Any, Any]):
     """A tool made from a plain function by :func:`tool`; not subclassed by users."""
 
     fn: ClassVar[Callable[..., Any]]
     takes_context: ClassVar[bool] = False
     is_async: ClassVar[bool] = True
+    args_spec: ClassVar[tuple[str, str, dict[str, Any]] | None] = None
+    """The ``Args`` model's name, module and fields, until the model is created."""
+    args_model = _LazyArgs()
 
 
 @overload
@@ -388,13 +415,6 @@ def tool(
                 fields[name] = (annotation, Field(default, description=doc))
         tool_id = id or func.__name__
         model_name = "".join(p.capitalize() for p in tool_id.split("_")) + "Args"
-        args_model = create_model(
-            model_name,
-            __config__=ConfigDict(extra="forbid", defer_build=True),
-            __doc__=None,
-            __module__=func.__module__,
-            **fields,
-        )
         output_type = hints.get("return", Any)
         caps = Capabilities(
             read_only=read_only,
@@ -417,7 +437,7 @@ def tool(
             "lifecycle": Lifecycle(lifecycle),
             "replacement": replacement,
             "emitted_notifications": emitted_notifications,
-            "args_model": args_model,
+            "args_spec": (model_name, func.__module__, fields),
             "output_type": output_type,
             "fn": staticmethod(func),
             "takes_context": takes_context,
