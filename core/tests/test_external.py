@@ -232,10 +232,38 @@ async def test_external_stream_and_timeout(make_session: Any) -> None:
     assert late.error.kind is ErrorKind.TIMEOUT
 
 
-def test_external_tool_needs_exactly_one_body() -> None:
-    """external_tool wants call= or stream=, not both, not neither."""
-    with pytest.raises(TypeError, match="exactly one"):
+def test_external_tool_needs_a_body() -> None:
+    """external_tool wants call=, stream= or both, not neither."""
+    with pytest.raises(TypeError, match="call=, stream= or both"):
         external_tool(id="a", namespace="b", description="", input_schema={})
+
+
+async def test_a_tool_with_both_bodies_streams_only_for_listeners(make_session: Any) -> None:
+    """With call= and stream=, a blocking call without a progress callback runs call=;
+    one with a callback, and a streaming call, run stream=."""
+    used: list[str] = []
+
+    async def call(_ctx: Any, args: dict[str, Any]) -> str:
+        used.append("call")
+        return "plain"
+
+    async def stream(_ctx: Any, args: dict[str, Any]) -> AsyncIterator[Any]:
+        used.append("stream")
+        yield Progress(message="half")
+        yield "streamed"
+
+    both = external_tool(
+        id="both", namespace="x", description="", input_schema={}, call=call, stream=stream
+    )
+    session = make_session()
+    session.register_external(both, name="both")
+    assert (await session.call("both", {})).text == "plain"
+    heard: list[str] = []
+    listened = await session.call("both", {}, on_progress=lambda p: heard.append(p.message))
+    assert (listened.text, heard) == ("streamed", ["half"])
+    async with session.stream("both", {}) as items:
+        assert [i async for i in items][-1].text == "streamed"
+    assert used == ["call", "stream", "stream"]
 
 
 def test_schema_validator_lists_every_problem() -> None:
@@ -245,3 +273,51 @@ def test_schema_validator_lists_every_problem() -> None:
     with pytest.raises(ToolError, match=r"`\(arguments\)`.*`days`") as info:
         validate({"days": "many"})
     assert info.value.kind is ErrorKind.INVALID_PARAMS
+
+
+@pytest.mark.parametrize(
+    ("schema", "data", "valid"),
+    [
+        ({"type": "object", "properties": {"n": {"type": "integer"}}}, {"n": True}, False),
+        ({"type": "object", "properties": {"n": {"type": "integer"}}}, {"n": 1.0}, True),
+        ({"type": "object", "properties": {"d": {"format": "date"}}}, {"d": "soon"}, True),
+        (
+            {
+                "$schema": "http://json-schema.org/draft-04/schema#",
+                "properties": {"n": {"type": "integer"}},
+            },
+            {"n": 1.0},
+            False,
+        ),
+        (
+            {"$defs": {"S": {"type": "string"}}, "properties": {"s": {"$ref": "#/$defs/S"}}},
+            {"s": 3},
+            False,
+        ),
+        ({"properties": {"p": {"prefixItems": [{"type": "string"}]}}}, {"p": [1]}, False),
+        (
+            {"properties": {"x": {"const": 1}}, "additionalProperties": False},
+            {"x": 1, "y": 2},
+            False,
+        ),
+    ],
+)
+def test_schema_validator_agrees_with_jsonschema(
+    schema: dict[str, Any], data: dict[str, Any], valid: bool
+) -> None:
+    """Whatever path checks the arguments (the compiled fast check or jsonschema), the
+    verdict is jsonschema's, for every draft and keyword."""
+    pytest.importorskip("fastjsonschema", reason="fastjsonschema (the fast path) is missing")
+    validate = schema_validator(schema)
+    if valid:
+        assert validate(dict(data)) == data
+    else:
+        with pytest.raises(ToolError) as info:
+            validate(dict(data))
+        assert info.value.kind is ErrorKind.INVALID_PARAMS
+
+
+def test_schema_validator_never_fills_in_defaults() -> None:
+    """Valid arguments are passed on as given: defaults of the schema are not added."""
+    validate = schema_validator({"properties": {"n": {"type": "integer", "default": 3}}})
+    assert validate({}) == {}

@@ -170,3 +170,21 @@ async def test_call_shapes_and_limit() -> None:
     assert bad.error is not None
     assert bad.error.kind == ErrorKind.INVALID_PARAMS
     assert bad.text.startswith("not a tool call")
+
+
+async def test_cancelling_the_batch_cancels_and_awaits_its_calls() -> None:
+    """A caller cancelled during a concurrent batch gets control back only after every
+    call in flight was cancelled and unwound; calls that finished at once are done."""
+    EVENTS.clear()
+    s = session()
+    calls: list[Any] = [("look", {"seconds": 0, "tag": "quick"})]
+    calls += [("look", {"seconds": 30, "tag": f"slow{i}"}, f"s{i}") for i in range(3)]
+    started = time.monotonic()
+    with anyio.move_on_after(0.2) as scope:
+        await s.call_many(calls)
+    assert scope.cancelled_caught
+    assert time.monotonic() - started < 2
+    assert ("end", "quick") in EVENTS
+    assert sorted(t for e, t in EVENTS if e == "start") == ["quick", "slow0", "slow1", "slow2"]
+    assert not any(t.startswith("slow") for e, t in EVENTS if e == "end")
+    assert s.running == []

@@ -348,17 +348,18 @@ async def test_decorated_sync_and_async_functions_run(make_session: Any) -> None
 
 
 def test_decorated_model_is_built_lazily() -> None:
-    """@tool defers building the Args validator until first use."""
+    """@tool and its registration create no Args model; the first use creates it."""
 
     @tool
     async def lazy(x: int) -> int:
         """Lazy."""
         return x
 
-    assert lazy.args_model.__pydantic_complete__ is False
     erased = erase(lazy)
-    erased.parse({"x": 1})
+    assert "args_model" not in lazy.__dict__
+    assert erased.parse({"x": 1}).x == 1
     assert lazy.args_model.__pydantic_complete__ is True
+    assert erased.args_model is lazy.args_model
 
 
 def _many_tools(count: int, *, requires: str | None = None) -> list[Any]:
@@ -371,7 +372,7 @@ def _many_tools(count: int, *, requires: str | None = None) -> list[Any]:
             return f"{a}:{b}"
 
         fn.__name__ = f"t{i}"
-        tools.append(tool(fn, requires=requires if i == 0 else None))
+        tools.append(tool(requires=requires if i == 0 else None)(fn))
     return tools
 
 
@@ -397,3 +398,26 @@ def test_a_requirement_reads_fields_of_lazy_tools(make_session: Any) -> None:
     assert [d["function"]["name"] for d in met.definitions("openai")] == ["t0", "t1", "t2"]
     unmet = make_session(*_many_tools(3, requires="schema:t2.zzz"))
     assert [d["function"]["name"] for d in unmet.definitions("openai")] == ["t1", "t2"]
+
+
+def test_bare_ids_resolve_through_the_index() -> None:
+    """A bare id resolves to that id in every namespace, in registration order, and
+    forgets the namespaces whose registrations were removed."""
+    from toolweave.registry import ExecutionRegistry
+
+    registry = ExecutionRegistry()
+    for namespace, origin in (("a", "pa"), ("b", "pb"), ("c", "pc")):
+        registry.register(erase(tool(namespace=namespace, id="same")(_join), origin))
+    registry.register(erase(tool(namespace="a", id="other")(_join), "pa"))
+    assert registry.resolve("same") == ["a:same", "b:same", "c:same"]
+    assert registry.resolve("b:same") == ["b:same"]
+    assert registry.remove_origin("pb") == ["b:same"]
+    assert registry.resolve("same") == ["a:same", "c:same"]
+    registry.remove_origin("pa")
+    assert registry.resolve("same") == ["c:same"]
+    assert registry.resolve("other") == []
+
+
+async def _join(a: str) -> str:
+    """Join."""
+    return a

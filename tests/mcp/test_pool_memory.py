@@ -313,3 +313,38 @@ async def test_calls_after_removal_and_legacy_memory_servers(
         assert info.value.kind == "unavailable"
         assert "removed from the configuration" in info.value.message
         assert len(remote.calls) == 1
+
+
+async def test_blocking_calls_get_progress_only_when_someone_listens(
+    host_session: Callable[..., Session],
+) -> None:
+    """A blocking call with a progress callback receives the server's progress; one
+    without is awaited directly and still returns the result."""
+    remote = Remote([_tool("slow")])
+    session = host_session()
+    async with MCPPool(session, {"mem": _config(remote)}):
+        seen: list[str] = []
+        heard = await session.call(
+            "mcp__mem__slow", {"text": "a"}, on_progress=lambda p: seen.append(p.message)
+        )
+        assert (heard.text, seen) == ("slow:a", ["slow 1", "slow 2"])
+        plain = await session.call("mcp__mem__slow", {"text": "b"})
+        assert plain.text == "slow:b"
+        assert [c[1]["text"] for c in remote.calls] == ["a", "b"]
+
+
+async def test_cancelling_a_finished_pending_call_leaves_its_scope_alone() -> None:
+    """PendingCall.cancel after the outcome arrived does not cancel the call's scope;
+    before it does, and drops what comes later."""
+    from toolweave.mcp._connection import PendingCall
+
+    finished = PendingCall()
+    finished.finish(("out", "text"))
+    finished.cancel()
+    assert not finished.scope.cancel_called
+    assert finished.outcome == ("out", "text")
+    running = PendingCall()
+    running.cancel()
+    assert running.scope.cancel_called
+    running.finish(("late", "late"))
+    assert running.outcome is None

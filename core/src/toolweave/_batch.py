@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -83,13 +85,73 @@ def _concurrent(session: Session, calls: list[_Call]) -> bool:
     return True
 
 
+def _raised(call: _Call, exc: BaseException) -> CallResult:
+    """The failure result of a call that raised out of the dispatcher."""
+    logger.error("call %s raised out of the dispatcher", call.name, exc_info=exc)
+    err = ToolError(ErrorKind.EXECUTION_ERROR, f"{call.name} failed: {exc}")
+    return CallResult(None, err.message, err, call.call_id, None, call.name)
+
+
 async def _one(session: Session, call: _Call) -> CallResult:
     try:
         return await session.call(call.name, call.arguments, call.call_id)
     except Exception as exc:  # pragma: no cover - Session.call returns failures
-        logger.exception("call %s raised out of the dispatcher", call.name)
-        err = ToolError(ErrorKind.EXECUTION_ERROR, f"{call.name} failed: {exc}")
-        return CallResult(None, err.message, err, call.call_id, None, call.name)
+        return _raised(call, exc)
+
+
+if sys.version_info >= (3, 12):
+
+    def _spawn(loop: asyncio.AbstractEventLoop, coro: Any) -> asyncio.Task[CallResult]:
+        """A task whose first step runs now, in the task (a call that finishes in its
+        first step never waits for the event loop)."""
+        return asyncio.Task(coro, loop=loop, eager_start=True)
+
+else:  # pragma: no cover - eager tasks came with Python 3.12
+
+    def _spawn(loop: asyncio.AbstractEventLoop, coro: Any) -> asyncio.Task[CallResult]:
+        return loop.create_task(coro)
+
+
+async def _on_asyncio(
+    session: Session, batch: list[tuple[int, _Call]], results: list[CallResult | None]
+) -> None:
+    """Run the batch as plain asyncio tasks (much cheaper than a task group's); when the
+    caller is cancelled, the calls are cancelled and awaited before it goes on."""
+    loop = asyncio.get_running_loop()
+    tasks: list[tuple[int, _Call, asyncio.Task[CallResult]]] = []
+    try:
+        for i, call in batch:
+            task = _spawn(loop, session.call(call.name, call.arguments, call.call_id))
+            tasks.append((i, call, task))
+        waiting = [t for _, _, t in tasks if not t.done()]
+        if waiting:
+            await asyncio.wait(waiting)
+    except BaseException:
+        for _, _, task in tasks:
+            task.cancel()
+        if tasks:
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([t for _, _, t in tasks])
+        raise
+    for i, call, task in tasks:
+        if task.cancelled():  # by the tool itself: the caller was not cancelled
+            results[i] = _raised(call, asyncio.CancelledError("its task was cancelled"))
+            continue
+        exc = task.exception()
+        if exc is None:
+            results[i] = task.result()
+        elif isinstance(exc, Exception):
+            results[i] = _raised(call, exc)
+        else:
+            raise exc
+
+
+def _asyncio_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 async def run_batch(
@@ -100,6 +162,9 @@ async def run_batch(
     results: list[CallResult | None] = [c if isinstance(c, CallResult) else None for c in given]
     batch = [(i, c) for i, c in enumerate(given) if isinstance(c, _Call)]
     if len(batch) > 1 and _concurrent(session, [c for _, c in batch]):
+        if not limit and _asyncio_running():
+            await _on_asyncio(session, batch, results)
+            return [r for r in results if r is not None]
         gate = anyio.Semaphore(limit) if limit else None
 
         async def run(i: int, call: _Call) -> None:

@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from functools import cache, partial
 from typing import Any, final
 
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, RootModel, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from toolweave._threads import run_in_worker
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.tool import (
     READ_ONLY_KINDS,
@@ -319,7 +319,7 @@ def _invoke_function(tool_cls: type[FunctionTool]) -> tuple[Callable[[Any, Any],
 
     async def in_thread(ctx: Any, args: Any) -> Any:
         call = partial(fn, ctx, **args.__dict__) if takes_ctx else partial(fn, **args.__dict__)
-        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        return await run_in_worker(call)
 
     return in_thread, True
 
@@ -334,7 +334,7 @@ def _invoke_method(tool: Tool[Any, Any]) -> tuple[Callable[[Any, Any], Any], boo
         return run, False
 
     async def in_thread(ctx: Any, args: Any) -> Any:
-        return await anyio.to_thread.run_sync(run, ctx, args, abandon_on_cancel=True)
+        return await run_in_worker(run, ctx, args)
 
     return in_thread, True
 

@@ -22,10 +22,13 @@ def schema_validator(schema: dict[str, Any]) -> Callable[[Any], dict[str, Any]]:
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     checker = cls(schema)
+    fast = _fast_check(schema) if cls in _drafts_6_on(jsonschema) else None
 
     def validate(data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise ToolError(ErrorKind.INVALID_PARAMS, "arguments must be a JSON object")
+        if fast is not None and fast(data):
+            return data
         errors = sorted(checker.iter_errors(data), key=lambda e: list(e.absolute_path))
         if errors:
             parts = []
@@ -38,6 +41,101 @@ def schema_validator(schema: dict[str, Any]) -> Callable[[Any], dict[str, Any]]:
         return data
 
     return validate
+
+
+def _drafts_6_on(jsonschema: Any) -> tuple[type[Any], ...]:
+    return (
+        jsonschema.Draft6Validator,
+        jsonschema.Draft7Validator,
+        jsonschema.Draft201909Validator,
+        jsonschema.Draft202012Validator,
+    )
+
+
+# Keywords that mean the same from draft 6 to 2020-12 (and to fastjsonschema's draft 7).
+_SAME = frozenset(
+    {
+        "$comment",
+        "const",
+        "default",
+        "deprecated",
+        "description",
+        "enum",
+        "examples",
+        "format",
+        "maxItems",
+        "maxLength",
+        "maxProperties",
+        "maximum",
+        "minItems",
+        "minLength",
+        "minProperties",
+        "minimum",
+        "multipleOf",
+        "pattern",
+        "readOnly",
+        "required",
+        "title",
+        "type",
+        "uniqueItems",
+        "writeOnly",
+    }
+)
+_ONE_SCHEMA = frozenset({"additionalProperties", "items", "not", "propertyNames", "contains"})
+_SCHEMA_LIST = frozenset({"allOf", "anyOf", "oneOf"})
+_SCHEMA_MAP = frozenset({"properties", "patternProperties"})
+_BOUNDS = frozenset({"exclusiveMaximum", "exclusiveMinimum"})
+
+
+def _plain(schema: Any) -> bool:
+    """Whether ``schema`` uses only keywords whose meaning is the same in every draft
+    from 6 on (no ``$ref``, no tuple ``items``, no conditionals)."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict):
+        return False
+    for key, value in schema.items():
+        if key in _SAME or key == "$schema":
+            continue
+        if key in _ONE_SCHEMA:
+            ok = _plain(value)
+        elif key in _SCHEMA_LIST:
+            ok = isinstance(value, list) and all(_plain(v) for v in value)
+        elif key in _SCHEMA_MAP:
+            ok = isinstance(value, dict) and all(_plain(v) for v in value.values())
+        elif key in _BOUNDS:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
+def _fast_check(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+    """A compiled check that accepts only what the schema accepts (``fastjsonschema``,
+    when installed, for schemas :func:`_plain` accepts); it may refuse more, so a refusal
+    is confirmed, and explained, by ``jsonschema``."""
+    try:
+        import fastjsonschema
+    except ImportError:
+        return None
+    if not _plain(schema):
+        return None
+    body = {k: v for k, v in schema.items() if k != "$schema"}
+    try:
+        compiled = fastjsonschema.compile(body, use_default=False)
+    except Exception:
+        return None
+
+    def check(data: Any) -> bool:
+        try:
+            compiled(data)
+        except Exception:
+            return False
+        return True
+
+    return check
 
 
 def external_tool(
@@ -61,14 +159,16 @@ def external_tool(
         input_schema: The JSON Schema the model sees; arguments are validated against it
             before ``call`` runs.
         call: ``async (ctx, arguments) -> output`` (str, JSON-able data or a
-            ``(output, text)`` pair); give this or ``stream``.
+            ``(output, text)`` pair); give this, ``stream`` or both.
         stream: ``(ctx, arguments) -> async iterator`` of progress items, then the output.
+            With ``call`` as well, ``stream`` serves streaming calls and blocking calls
+            with a progress callback, and ``call`` the other blocking calls.
         source: Where the tool comes from (``mcp:<server>``).
         read_only: Whether the tool changes nothing.
         timeout: The call deadline in seconds (``None``: the session's external default).
     """
-    if (call is None) == (stream is None):
-        raise TypeError("external_tool needs exactly one of call= or stream=")
+    if call is None and stream is None:
+        raise TypeError("external_tool needs call=, stream= or both")
 
     def finish(value: Any) -> tuple[Any, str]:
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):

@@ -447,7 +447,9 @@ class Session:
             return error_result(exc, entry, call_id)
         tool = entry.tool
         ctx = Context(self, entry, call_id)
-        if tool.streaming:
+        # A streaming tool with a plain ``invoke`` as well (a remote tool) takes the
+        # plain path unless someone listens to its progress.
+        if tool.streaming and (on_progress is not None or tool.invoke is None):
             return await ToolStream._collect(self, entry, ctx, args, on_progress)
         if tool.state_locks is not None:
             return await self._call_serialised(ctx, args)

@@ -298,9 +298,11 @@ class _LazyArgs:
         if spec is None:
             raise AttributeError(f"{owner.__qualname__} has no Args model")
         name, module, fields = spec
+        # Built whole (validator included): the first use is a call or a listing, which
+        # needs the validator or the schema at once.
         model = create_model(
             name,
-            __config__=ConfigDict(extra="forbid", defer_build=True),
+            __config__=ConfigDict(extra="forbid"),
             __doc__=None,
             __module__=module,
             **fields,

@@ -126,9 +126,11 @@ class PendingCall:
             self._wake.set()
 
     def cancel(self) -> None:
-        """Stop the call (the SDK tells the server) and drop whatever arrives later."""
-        self.scope.cancel()
-        self.done = True
+        """Stop the call (the SDK tells the server) and drop whatever arrives later; a
+        call that is done already is left alone."""
+        if not self.done:
+            self.done = True
+            self.scope.cancel()
 
     async def next_items(self) -> list[Progress]:
         """Wait for news: the progress items that arrived since the last call (the
@@ -346,6 +348,7 @@ class ServerConnection:
                 lost = self._lost_failure()
                 for pending in list(self._pending):
                     pending.finish(lost)
+                    pending.scope.cancel()  # a call awaited directly stops waiting
                 self._pending.clear()
         raise _ConnectionLost("the connection was closed")
 
@@ -498,6 +501,33 @@ class ServerConnection:
         self._pending.add(pending)
         calls.start_soon(self._run_call, client, pending, tool, arguments)
         return pending
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """Run a call on the live connection in the caller's task, without progress:
+        ``(output, text)``, or a :class:`Failure`."""
+        client = self.client
+        if client is None or self._calls is None or self.state is not ServerState.ONLINE:
+            return Failure(self.unavailable(tool), transient=True, sent=False)
+        pending = PendingCall()
+        self._pending.add(pending)
+        timeout = self.config.timeout_s
+        try:
+            with pending.scope:
+                try:
+                    result = await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
+                except MCPError as exc:
+                    transient = exc.code == types.CONNECTION_CLOSED
+                    return Failure(error_from_mcp(exc, tool, self.id, timeout), transient)
+                except Exception as exc:
+                    return _call_failure(exc, tool, self.id)
+                try:
+                    return result_from_mcp(result, tool, self.id)
+                except ToolError as err:
+                    return Failure(err, transient=False)
+            # Only the connection's end cancels the scope, after recording the loss.
+            return pending.outcome if pending.done else self._lost_failure(tool)
+        finally:
+            self._pending.discard(pending)
 
     async def _run_call(
         self, client: Client, pending: PendingCall, tool: str, arguments: dict[str, Any]

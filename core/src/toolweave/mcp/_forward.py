@@ -55,19 +55,36 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
     read_only = _read_only(tool, config.permission)
     retry_safe = _idempotent(tool, read_only)
 
+    def connection() -> ServerConnection:
+        current = pool._connections.get(server_id)
+        if current is None:
+            raise ToolError(
+                ErrorKind.UNAVAILABLE,
+                f"{remote} is unavailable: the MCP server {server_id!r} was removed from "
+                "the configuration; do not call its tools again.",
+            )
+        return current
+
+    async def settle(
+        current: ServerConnection, outcome: Failure, attempts: int, deadline: float
+    ) -> None:
+        """Raise the failure, or wait before the next attempt when it may be retried."""
+        retry = outcome.transient and (outcome.sent is False or retry_safe)
+        if attempts == 0 and outcome.sent is False and current.state is ServerState.OFFLINE:
+            retry = False  # offline before the call: answer at once, with the hint
+        if not retry or attempts >= config.retries or anyio.current_time() >= deadline:
+            raise outcome.error
+        await anyio.sleep(RETRY_PAUSE * 2**attempts)
+
+    # Own budget, a little inside the session's deadline, so that waiting for a reconnect
+    # ends as ``unavailable`` (with a hint) rather than as ``timeout``.
+    share = config.timeout_s * 0.8
+
     async def forward(_ctx: Any, arguments: dict[str, Any]) -> AsyncIterator[Any]:
-        # Own budget, a little inside the session's deadline, so that waiting for a
-        # reconnect ends as ``unavailable`` (with a hint) rather than as ``timeout``.
-        deadline = anyio.current_time() + config.timeout_s * 0.8
+        deadline = anyio.current_time() + share
         attempts = 0
         while True:
-            current = pool._connections.get(server_id)
-            if current is None:
-                raise ToolError(
-                    ErrorKind.UNAVAILABLE,
-                    f"{remote} is unavailable: the MCP server {server_id!r} was removed from "
-                    "the configuration; do not call its tools again.",
-                )
+            current = connection()
             if current.state is ServerState.CONNECTING or attempts:
                 await current.wait_online(deadline - anyio.current_time())
             started = current.start_call(remote, arguments)
@@ -90,13 +107,22 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
                     )
                 yield outcome
                 return
-            retry = outcome.transient and (outcome.sent is False or retry_safe)
-            if attempts == 0 and outcome.sent is False and current.state is ServerState.OFFLINE:
-                retry = False  # offline before the call: answer at once, with the hint
-            if not retry or attempts >= config.retries or anyio.current_time() >= deadline:
-                raise outcome.error
+            await settle(current, outcome, attempts, deadline)
             attempts += 1
-            await anyio.sleep(RETRY_PAUSE * 2 ** (attempts - 1))
+
+    async def call(_ctx: Any, arguments: dict[str, Any]) -> Any:
+        # A blocking call nobody reads progress of: awaited in the caller's task.
+        deadline = anyio.current_time() + share
+        attempts = 0
+        while True:
+            current = connection()
+            if current.state is ServerState.CONNECTING or attempts:
+                await current.wait_online(deadline - anyio.current_time())
+            outcome = await current.call(remote, arguments)
+            if not isinstance(outcome, Failure):
+                return outcome
+            await settle(current, outcome, attempts, deadline)
+            attempts += 1
 
     description = tool.description or (tool.title or f"{remote} (from MCP server {server_id})")
     return external_tool(
@@ -104,6 +130,7 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
         namespace=namespace_for(server_id),
         description=description,
         input_schema=schema,
+        call=call,
         stream=forward,
         source=f"mcp:{server_id}",
         read_only=read_only,
