@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 import textwrap
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import importlib_metadata
 import pytest
 from pydantic import BaseModel
 from toolweave import (
@@ -409,14 +409,8 @@ def test_every_hook_failure_names_the_distribution_with_its_version(
 
 
 @pytest.fixture
-def fake_packs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def fake_packs(fake_entry_points: Callable[[dict[str, str]], dict[str, str]]) -> dict[str, str]:
     """Three pack modules on sys.path, declared as entry points: good, broken, marker."""
-    tag = uuid.uuid4().hex[:8]
-    modules = {
-        "good": f"twgood_{tag}",
-        "broken": f"twbroken_{tag}",
-        "marker": f"twmarker_{tag}",
-    }
     sources = {
         "good": """
             from pydantic import BaseModel
@@ -442,15 +436,7 @@ def fake_packs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str
             sys.modules[__name__].IMPORTED = True
             """,
     }
-    for key, module in modules.items():
-        (tmp_path / f"{module}.py").write_text(textwrap.dedent(sources[key]))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    eps = importlib_metadata.EntryPoints(
-        importlib_metadata.EntryPoint(name=key, value=module, group="toolweave.packs")
-        for key, module in modules.items()
-    )
-    monkeypatch.setattr(importlib_metadata, "entry_points", lambda **kw: eps)
-    return modules
+    return fake_entry_points(sources)
 
 
 def test_selected_pack_loads_and_others_are_never_imported(fake_packs: dict[str, str]) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import textwrap
-import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-import importlib_metadata
 import pytest
 from pydantic import BaseModel
 from toolweave import (
@@ -66,10 +64,9 @@ class ExitingHook:
 
 
 @pytest.fixture
-def exiting_packs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def exiting_packs(fake_entry_points: Callable[[dict[str, str]], dict[str, str]]) -> dict[str, str]:
     """Pack modules on sys.path declared as entry points: one calls sys.exit() at import,
     one raises KeyboardInterrupt, one is fine."""
-    tag = uuid.uuid4().hex[:8]
     sources = {
         "exits": "import sys\nsys.exit('bye')\n",
         "interrupts": "raise KeyboardInterrupt\n",
@@ -81,16 +78,7 @@ def exiting_packs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
                 pass
             """,
     }
-    modules = {key: f"tw{key}_{tag}" for key in sources}
-    for key, module in modules.items():
-        (tmp_path / f"{module}.py").write_text(textwrap.dedent(sources[key]))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    eps = importlib_metadata.EntryPoints(
-        importlib_metadata.EntryPoint(name=key, value=module, group="toolweave.packs")
-        for key, module in modules.items()
-    )
-    monkeypatch.setattr(importlib_metadata, "entry_points", lambda **kw: eps)
-    return modules
+    return fake_entry_points(sources)
 
 
 def test_sys_exit_at_import_fails_the_pack_not_the_host(exiting_packs: dict[str, str]) -> None:
