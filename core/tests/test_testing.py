@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import subprocess
 import sys
 import textwrap
@@ -228,6 +229,31 @@ def test_each_check_reports_its_problem() -> None:
     assert any("must fail as invalid_params, got success" in m for m in messages)
     assert any("argument `env` has no description" in m for m in messages)
     assert {p.check for p in check_toolset(builder.build(), skip=CHECKS)} == set()
+
+
+class Span(BaseModel):
+    start: datetime.date = Field(description="First day.")
+    days: int = Field(ge=1, description="How many days.")
+
+
+def test_function_tools_with_rich_types_conform() -> None:
+    """An @tool function whose arguments are dates, paths and models round-trips: its
+    keyword arguments are dumped to JSON and parsed back unchanged."""
+
+    @tool(kind=Kind.READ)
+    async def book(room: Path, span: Span, note: str | None = None) -> str:
+        """Book a room for a span of days. Do not use it to cancel; use unbook instead.
+
+        Args:
+            room: The room's path.
+            span: When.
+            note: A note for the desk.
+        """
+        return f"{room} {span.start} {note}"
+
+    builder = ToolSetBuilder()
+    builder.add(book)
+    assert check_toolset(builder.build()) == []
 
 
 def test_missing_pack_is_a_load_problem() -> None:

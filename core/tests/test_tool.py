@@ -348,7 +348,8 @@ async def test_decorated_sync_and_async_functions_run(make_session: Any) -> None
 
 
 def test_decorated_model_is_built_lazily() -> None:
-    """@tool and its registration create no Args model; the first use creates it."""
+    """@tool and its registration create no Args model, and neither does a call: the
+    arguments are validated into keyword arguments. Asking for the model creates it."""
 
     @tool
     async def lazy(x: int) -> int:
@@ -357,9 +358,11 @@ def test_decorated_model_is_built_lazily() -> None:
 
     erased = erase(lazy)
     assert "args_model" not in lazy.__dict__
-    assert erased.parse({"x": 1}).x == 1
+    assert erased.parse({"x": 1}) == {"x": 1}
+    assert "args_model" not in lazy.__dict__
     assert lazy.args_model.__pydantic_complete__ is True
     assert erased.args_model is lazy.args_model
+    assert erased.parse(lazy.args_model(x=2)) == {"x": 2}
 
 
 def _many_tools(count: int, *, requires: str | None = None) -> list[Any]:
@@ -376,19 +379,23 @@ def _many_tools(count: int, *, requires: str | None = None) -> list[Any]:
     return tools
 
 
-async def test_decorated_args_models_are_created_only_when_used(make_session: Any) -> None:
-    """Building a set of many @tool tools creates no Args model; a call creates the called
-    tool's model only, and the definitions create the rest."""
+async def test_decorated_args_models_are_created_only_when_asked_for(
+    make_session: Any,
+) -> None:
+    """Building a set of many @tool tools creates no Args model, nor does calling or
+    listing them; asking for the model creates it."""
     tools = _many_tools(200)
     session = make_session(*tools)
     assert not any("args_model" in t.__dict__ for t in tools)
     result = await session.call("t150", '{"a": "x", "b": 2}')
     assert result.output == "x:2"
-    assert [i for i, t in enumerate(tools) if "args_model" in t.__dict__] == [150]
+    assert not any("args_model" in t.__dict__ for t in tools)
     defs = session.definitions("openai")
     assert len(defs) == 200
     assert set(defs[7]["function"]["parameters"]["properties"]) == {"a", "b"}
-    assert all("args_model" in t.__dict__ for t in tools)
+    assert not any("args_model" in t.__dict__ for t in tools)
+    assert defs[7]["function"]["parameters"] == tools[7].args_model.model_json_schema()
+    assert "args_model" in tools[7].__dict__
 
 
 def test_a_requirement_reads_fields_of_lazy_tools(make_session: Any) -> None:

@@ -2,7 +2,9 @@
 
 Everything that depends on the tool's types (argument parsing, output dumping, model
 text) is chosen once here; the dispatcher only calls the captured functions. Pydantic
-schemas and validators are built lazily, on first use, and then cached.
+schemas and validators are built lazily, on first use, and then cached. ``@tool``
+functions are validated straight into their keyword arguments (a dict), by a validator
+composed without a model class where that is faithful (:mod:`toolweave._arguments`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, final
 from pydantic import BaseModel, ConfigDict, RootModel, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from toolweave._arguments import compose, json_schema, kwargs_validator
 from toolweave._threads import run_in_worker
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.tool import (
@@ -26,7 +29,6 @@ from toolweave.tool import (
     Kind,
     Lifecycle,
     Tool,
-    _LazyArgs,
 )
 
 __all__ = [
@@ -241,8 +243,12 @@ class ErasedTool:
     def input_schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments (built on first access, then cached)."""
         if self._schema is None:
-            assert self.args_model is not None
-            self._schema = forbid_unknown_fields(self.args_model).model_json_schema()
+            composed = None if self._args_of is None else _function_schema(self._args_of)
+            if composed is not None:
+                self._schema = json_schema(composed)
+            else:
+                assert self.args_model is not None
+                self._schema = forbid_unknown_fields(self.args_model).model_json_schema()
         return self._schema
 
     def parse(self, raw: Any) -> Any:
@@ -262,8 +268,9 @@ class ErasedTool:
                 return self._validate_python({})
             if isinstance(raw, Mapping):
                 return self._validate_python(dict(raw))
-            if self.args_model is not None and isinstance(raw, self.args_model):
-                return raw
+            model = self.args_model
+            if model is not None and isinstance(raw, model):
+                return raw if self._args_of is None else dict(raw.__dict__)
         except (ValidationError, ToolError):
             raise
         except Exception as exc:
@@ -274,6 +281,9 @@ class ErasedTool:
         )
 
     def _capture(self) -> None:
+        if self._args_of is not None:
+            self._validate_json, self._validate_python = _function_validators(self._args_of)
+            return
         assert self.args_model is not None
         model = forbid_unknown_fields(self.args_model)
         if not model.__pydantic_complete__:
@@ -305,28 +315,56 @@ class ErasedTool:
         return self._validate_python(data)
 
 
+def _function_schema(cls: type[FunctionTool]) -> Any:
+    """The composed argument schema of an ``@tool`` function, or ``None`` when only
+    its ``Args`` model is faithful (see :mod:`toolweave._arguments`)."""
+    spec = cls.args_spec
+    assert spec is not None, f"{cls.__qualname__} has no args_spec"
+    title, _, _, parameters = spec
+    return None if parameters is None else compose(title, parameters)
+
+
+def _function_validators(
+    cls: type[FunctionTool],
+) -> tuple[Callable[[Any], dict[str, Any]], Callable[[Any], dict[str, Any]]]:
+    """Validators of an ``@tool`` function's arguments, returning its keyword arguments:
+    composed without a model where that is faithful, else the ``Args`` model's."""
+    schema = _function_schema(cls)
+    if schema is not None:
+        composed = kwargs_validator(cls.args_spec[0], schema)  # type: ignore[index]
+        if composed is not None:
+            return composed
+    validator = cls.args_model.__pydantic_validator__
+
+    def from_json(raw: Any) -> dict[str, Any]:
+        return validator.validate_json(raw).__dict__  # type: ignore[no-any-return]
+
+    def from_python(raw: Any) -> dict[str, Any]:
+        return validator.validate_python(raw).__dict__  # type: ignore[no-any-return]
+
+    return from_json, from_python
+
+
 def _invoke_function(tool_cls: type[FunctionTool]) -> tuple[Callable[[Any, Any], Any], bool]:
     fn = tool_cls.fn
     takes_ctx = tool_cls.takes_context
     if tool_cls.is_async:
         if takes_ctx:
-            return (lambda ctx, args: fn(ctx, **args.__dict__)), True
-        return (lambda ctx, args: fn(**args.__dict__)), True
+            return (lambda ctx, args: fn(ctx, **args)), True
+        return (lambda ctx, args: fn(**args)), True
     if not tool_cls.capabilities.blocking:
         if takes_ctx:
-            return (lambda ctx, args: fn(ctx, **args.__dict__)), False
-        return (lambda ctx, args: fn(**args.__dict__)), False
+            return (lambda ctx, args: fn(ctx, **args)), False
+        return (lambda ctx, args: fn(**args)), False
 
     async def in_thread(ctx: Any, args: Any) -> Any:
-        call = partial(fn, ctx, **args.__dict__) if takes_ctx else partial(fn, **args.__dict__)
+        call = partial(fn, ctx, **args) if takes_ctx else partial(fn, **args)
         return await run_in_worker(call)
 
     return in_thread, True
 
 
 def _invoke_method(tool: Tool[Any, Any]) -> tuple[Callable[[Any, Any], Any], bool]:
-    import inspect
-
     run = tool.run
     if inspect.iscoroutinefunction(run):
         return run, True
@@ -395,9 +433,9 @@ def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> 
     tool_id = getattr(cls, "id", None)
     if not isinstance(tool_id, str) or not tool_id:
         raise TypeError(f"{cls.__qualname__} has no id")
-    lazy = isinstance(inspect.getattr_static(cls, "args_model", None), _LazyArgs)
-    args_model = None if lazy else getattr(cls, "args_model", None)
-    if not lazy and not (isinstance(args_model, type) and issubclass(args_model, BaseModel)):
+    function = issubclass(cls, FunctionTool)
+    args_model = None if function else getattr(cls, "args_model", None)
+    if not function and not (isinstance(args_model, type) and issubclass(args_model, BaseModel)):
         raise TypeError(
             f"tool {tool_id!r}: declare the Args model as Tool[Args, Output] or args_model"
         )
@@ -424,7 +462,7 @@ def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> 
         is_coroutine=is_coroutine,
         finish=_finisher(cls.output_type),
         args_model=args_model,
-        args_of=cls if lazy else None,
+        args_of=cls if function else None,
         origin=origin,
         params_type=cls.params,
         state_types=_state_models(tool_id, cls.state),

@@ -59,7 +59,8 @@ class CallInfo:
     Attributes:
         name: The client-visible name the call was addressed to.
         tool: The fully qualified id of the tool that actually ran.
-        args: The validated arguments (an ``Args`` model; a dict for external tools).
+        args: The validated arguments: an ``Args`` model for class tools, a dict of
+            keyword arguments for ``@tool`` functions and external tools.
         result: The result, with the model text as the tool produced it.
     """
 

@@ -22,6 +22,7 @@ from typing import (
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
 from toolweave.stream import Progress
 
@@ -285,6 +286,15 @@ def _is_context_param(param: inspect.Parameter, hints: dict[str, Any]) -> bool:
     return hint is Context or param.name == "ctx"
 
 
+Parameter = tuple[str, Any, Any, str | None]
+"""A plain parameter of a function tool: name, annotation, default (pydantic's
+``PydanticUndefined`` when required) and description."""
+
+ArgsSpec = tuple[str, str, dict[str, Any], tuple[Parameter, ...] | None]
+"""A function tool's ``Args``: model name, module, ``create_model`` fields, and the
+plain parameters when none uses ``Field(...)`` (see :mod:`toolweave._arguments`)."""
+
+
 class _LazyArgs:
     """The ``Args`` model of a function tool, created from its signature on first access.
 
@@ -297,7 +307,7 @@ class _LazyArgs:
         spec = owner.__dict__.get("args_spec")
         if spec is None:
             raise AttributeError(f"{owner.__qualname__} has no Args model")
-        name, module, fields = spec
+        name, module, fields, _ = spec
         # Built whole (validator included): the first use is a call or a listing, which
         # needs the validator or the schema at once.
         model = create_model(
@@ -317,8 +327,9 @@ class FunctionTool(Tool[Any, Any]):
     fn: ClassVar[Callable[..., Any]]
     takes_context: ClassVar[bool] = False
     is_async: ClassVar[bool] = True
-    args_spec: ClassVar[tuple[str, str, dict[str, Any]] | None] = None
-    """The ``Args`` model's name, module and fields, until the model is created."""
+    args_spec: ClassVar[ArgsSpec | None] = None
+    """How to create the ``Args`` model, and the plain parameters for a validator
+    without one (see :mod:`toolweave._arguments`)."""
     args_model = _LazyArgs()
 
 
@@ -401,6 +412,7 @@ def tool(
             hints = dict(getattr(func, "__annotations__", {}))
         sig = inspect.signature(func)
         fields: dict[str, Any] = {}
+        plain: list[Parameter] | None = []
         takes_context = False
         for name, param in sig.parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -413,8 +425,12 @@ def tool(
             doc = arg_docs.get(name)
             if isinstance(default, FieldInfo):
                 fields[name] = (annotation, default)
+                plain = None
             else:
                 fields[name] = (annotation, Field(default, description=doc))
+                if plain is not None:
+                    value = PydanticUndefined if default is ... else default
+                    plain.append((name, annotation, value, doc))
         tool_id = id or func.__name__
         model_name = "".join(p.capitalize() for p in tool_id.split("_")) + "Args"
         output_type = hints.get("return", Any)
@@ -439,7 +455,12 @@ def tool(
             "lifecycle": Lifecycle(lifecycle),
             "replacement": replacement,
             "emitted_notifications": emitted_notifications,
-            "args_spec": (model_name, func.__module__, fields),
+            "args_spec": (
+                model_name,
+                func.__module__,
+                fields,
+                None if plain is None else tuple(plain),
+            ),
             "output_type": output_type,
             "fn": staticmethod(func),
             "takes_context": takes_context,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
 
 from toolweave.errors import ErrorKind, ToolError, ToolweaveError
 from toolweave.formats import FORMATS, drop_optional_nulls, render, to_strict_schema
@@ -236,7 +237,7 @@ def _description_problems(entry: ToolEntry) -> list[Problem]:
 def _dump(args: Any) -> Any:
     if isinstance(args, BaseModel):
         return args.model_dump(mode="json", by_alias=True)
-    return args
+    return to_jsonable_python(args)  # an @tool function's keyword arguments
 
 
 def _parse_error(exc: Exception) -> str:

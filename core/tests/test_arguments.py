@@ -1,0 +1,244 @@
+"""The validator composed for @tool functions answers exactly as the Args model would."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import json
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pytest
+from pydantic import BaseModel, Field, ValidationError
+from toolweave import tool
+from toolweave._arguments import MISSING, compose, json_schema, kwargs_validator
+from toolweave._erasure import erase
+from typing_extensions import TypedDict
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+class Opts(TypedDict):
+    x: int
+    y: int
+
+
+@dataclasses.dataclass
+class Pair:
+    x: int
+    y: int
+
+
+ANNOTATIONS: list[Any] = [
+    str,
+    int,
+    float,
+    bool,
+    bytes,
+    Any,
+    None,
+    list[str],
+    list[str] | None,
+    dict[str, int],
+    tuple[int, str],
+    set[int],
+    int | str,
+    Literal["a", "b"],
+    Color,
+    datetime.datetime,
+    datetime.date,
+    Path,
+    uuid.UUID,
+    Decimal,
+    Annotated[int, Field(ge=0, le=10)],
+    Annotated[str, Field(min_length=2, description="two or more")],
+    Point,
+    Point | None,
+    list[Point],
+    dict[str, list[Point]],
+    list[Opts],
+    list[Pair] | None,
+]
+
+VALUES: list[Any] = [
+    None,
+    0,
+    1,
+    -1,
+    11,
+    1.5,
+    "1.5",
+    True,
+    "",
+    "x",
+    "ab",
+    "red",
+    "a",
+    "2024-01-02",
+    "2024-01-02T03:04:05",
+    "00000000-0000-0000-0000-000000000000",
+    [],
+    ["x"],
+    [1, "y"],
+    [{"x": 1, "y": 2}],
+    {},
+    {"x": 1, "y": 2},
+    {"x": 1, "y": 2, "z": 3},
+    {"k": [{"x": 1, "y": "2"}]},
+    [{"x": 1, "y": 2, "z": 3}],
+]
+
+
+def _function(annotation: Any, default: Any = MISSING) -> Any:
+    """An @tool function ``f(p: annotation [= default], q: int = 0)``."""
+    if default is MISSING:
+
+        async def f(p, q: int = 0):  # type: ignore[no-untyped-def]
+            """F.
+
+            Args:
+                p: The parameter under test.
+            """
+            return p
+
+    else:
+
+        async def f(p=default, q: int = 0):  # type: ignore[no-untyped-def]
+            """F.
+
+            Args:
+                p: The parameter under test.
+            """
+            return p
+
+    f.__annotations__ = {"p": annotation, "q": int, "return": Any}
+    return tool(f)
+
+
+def _outcome(validate: Any, raw: Any) -> Any:
+    try:
+        out = validate(raw)
+    except ValidationError as exc:
+        return "error", exc.title, [(e["type"], e["loc"], e["msg"]) for e in exc.errors()]
+    return "ok", out if isinstance(out, dict) else out.__dict__
+
+
+def _composed(cls: Any) -> Any:
+    spec = cls.args_spec
+    assert spec[3] is not None, "every parameter should be plain"
+    schema = compose(spec[0], spec[3])
+    assert schema is not None, "the composed schema should apply"
+    return schema
+
+
+def _both(cls: Any) -> tuple[Any, Any]:
+    composed = kwargs_validator(cls.args_spec[0], _composed(cls))
+    assert composed is not None
+    return composed, cls.args_model.__pydantic_validator__
+
+
+@pytest.mark.parametrize("annotation", ANNOTATIONS, ids=repr)
+def test_composed_validator_matches_the_model(annotation: Any) -> None:
+    """For every value, as JSON text and as Python data, with the parameter present,
+    missing or beside an unknown one: the same arguments or the same errors."""
+    cls = _function(annotation)
+    (from_json, from_python), model = _both(cls)
+    cases: list[dict[str, Any]] = [{}, {"q": 1}, {"p": "ab", "zz": 1}]
+    cases += [{"p": value} for value in VALUES]
+    for args in cases:
+        text = json.dumps(args)
+        assert _outcome(from_json, text) == _outcome(model.validate_json, text), text
+        assert _outcome(from_python, args) == _outcome(model.validate_python, args), args
+
+
+@pytest.mark.parametrize(
+    ("annotation", "default"),
+    [(int, 3), (list[str], []), (Point | None, None), (str, None), (dict[str, int], {"a": 1})],
+    ids=repr,
+)
+def test_composed_defaults_match_the_model(annotation: Any, default: Any) -> None:
+    """Defaults apply as in the model (not validated; a mutable one copied per call)."""
+    cls = _function(annotation, default)
+    (_, from_python), model = _both(cls)
+    first = from_python({})
+    assert first == model.validate_python({}).__dict__
+    if isinstance(first["p"], (list, dict)):
+        first["p"].clear()
+        assert from_python({})["p"] == default
+
+
+@pytest.mark.parametrize("annotation", ANNOTATIONS, ids=repr)
+@pytest.mark.parametrize("default", [MISSING, None], ids=["required", "default"])
+def test_composed_json_schema_matches_the_model(annotation: Any, default: Any) -> None:
+    """The JSON Schema of the composed arguments is the model's, to the byte."""
+    cls = _function(annotation, default)
+    composed = json.dumps(json_schema(_composed(cls)))
+    assert composed == json.dumps(cls.args_model.model_json_schema())
+
+
+def test_functions_get_their_keyword_arguments() -> None:
+    """A call hands the function its validated values: nested models as instances."""
+
+    @tool
+    async def place(at: Point, tags: list[str] | None = None) -> str:
+        """Place."""
+        return f"{type(at).__name__}({at.x},{at.y}) {tags}"
+
+    args = erase(place).parse('{"at": {"x": 1, "y": 2}}')
+    assert args == {"at": Point(x=1, y=2), "tags": None}
+    assert isinstance(args["at"], Point)
+    assert "args_model" not in place.__dict__
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [
+        "a: Point, b: Point",  # one definition used twice
+        "a: Annotated[int, Field(alias='b')]",  # an alias changes how the field is found
+        "a: int = Field(1, ge=0)",  # a Field(...) default
+        "a: 'Undefined'",  # a name that does not resolve
+        "_a: int",  # a name a model refuses
+        "a: Opts",  # a TypedDict takes the Args model's config
+        "a: Pair",  # so does a dataclass
+    ],
+)
+def test_the_model_decides_where_composing_would_not_be_faithful(signature: str) -> None:
+    """These parameters are validated by the Args model (or fail as the model does)."""
+    namespace: dict[str, Any] = {
+        "Point": Point,
+        "Opts": Opts,
+        "Pair": Pair,
+        "Annotated": Annotated,
+        "Field": Field,
+    }
+    exec(f"async def f({signature}) -> int:\n    return 0", namespace)
+    cls = tool(namespace["f"])
+    spec = cls.args_spec
+    assert spec[3] is None or compose(spec[0], spec[3]) is None
+
+
+def test_the_model_path_still_returns_keyword_arguments() -> None:
+    """A tool whose arguments need the model still gets a dict of keyword arguments."""
+
+    @tool
+    async def twice(a: Point, b: Point) -> str:
+        """Two points."""
+        return f"{a.x}{b.y}"
+
+    erased = erase(twice)
+    args = erased.parse('{"a": {"x": 1, "y": 2}, "b": {"x": 3, "y": 4}}')
+    assert args == {"a": Point(x=1, y=2), "b": Point(x=3, y=4)}
+    with pytest.raises(ValidationError) as info:
+        erased.parse('{"a": {"x": 1, "y": 2}}')
+    assert [e["loc"] for e in info.value.errors()] == [("b",)]
