@@ -123,11 +123,12 @@ def versions() -> list[tuple[str, str]]:
 
 
 def command_line(argv: Sequence[str]) -> str:
-    """The exact command of this run."""
+    """The exact command of this run, in Markdown."""
     args = " ".join(argv)
-    direct = f"python benchmarks/run.py {args}".strip()
+    direct = f"`{f'python benchmarks/run.py {args}'.strip()}`"
     if os.environ.get("NOX_CURRENT_SESSION"):
-        return f"nox -s bench -- {args}".strip() + f"  (runs `{direct}`)"
+        via = "nox -s bench" + (f" -- {args}" if args else "")
+        return f"`{via}` (runs {direct})"
     return direct
 
 
@@ -170,7 +171,7 @@ def markdown(
         *preface,
         "## Command",
         "",
-        f"`{command_line(argv)}`",
+        command_line(argv),
         "",
         "## Machine",
         "",

@@ -65,6 +65,14 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
             )
         return current
 
+    async def ready(attempts: int, deadline: float) -> ServerConnection:
+        """The live connection, once it is online when it is connecting or this is a
+        retry (an offline server answers at once)."""
+        current = connection()
+        if current.state is ServerState.CONNECTING or attempts:
+            await current.wait_online(deadline - anyio.current_time())
+        return current
+
     async def settle(
         current: ServerConnection, outcome: Failure, attempts: int, deadline: float
     ) -> None:
@@ -84,9 +92,7 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
         deadline = anyio.current_time() + share
         attempts = 0
         while True:
-            current = connection()
-            if current.state is ServerState.CONNECTING or attempts:
-                await current.wait_online(deadline - anyio.current_time())
+            current = await ready(attempts, deadline)
             started = current.start_call(remote, arguments)
             outcome: Any = None
             if isinstance(started, PendingCall):
@@ -115,9 +121,7 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
         deadline = anyio.current_time() + share
         attempts = 0
         while True:
-            current = connection()
-            if current.state is ServerState.CONNECTING or attempts:
-                await current.wait_online(deadline - anyio.current_time())
+            current = await ready(attempts, deadline)
             outcome = await current.call(remote, arguments)
             if not isinstance(outcome, Failure):
                 return outcome
