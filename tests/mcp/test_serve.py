@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,6 +15,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.session import MessageHandlerFnT
+from mcp.client.stdio import stdio_client
 from toolweave import Progress, Session
 from toolweave.external import external_tool
 from toolweave.mcp import SessionServer
@@ -149,6 +153,56 @@ async def test_http_with_the_official_client(mode: str, demo_http: str) -> None:
         assert caps is not None
         assert caps.list_changed
         await exercise(client, seen, None)
+
+
+async def test_stdio_keeps_stray_output_off_the_wire_and_restores_the_streams(
+    tmp_path: Path,
+) -> None:
+    """While serving on pipes, a tool's prints go to stderr and its reads see EOF; the
+    process gets its standard streams back, blocking, when the client hangs up."""
+    import sys
+
+    report = tmp_path / "report.json"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[str(Path(__file__).parent / "servers" / "stdio_server.py"), str(report)],
+    )
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            for i in range(3):
+                result = await client.call_tool("stray", {"text": f"stray-{i}"})
+                assert isinstance(result.content[0], types.TextContent)
+                assert result.content[0].text == "read 0 characters"
+    with anyio.fail_after(10):
+        while not report.exists():  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+        await anyio.sleep(0.05)
+    assert json.loads(report.read_text()) == {
+        "stdin_blocking": True,
+        "stdout_blocking": True,
+        "stdin_is_pipe": True,
+        "stdout_is_pipe": True,
+    }
+    assert all(f"stray-{i}" in errors.read_text() for i in range(3))
+
+
+def test_stdio_falls_back_to_the_sdk_transport_off_pipes(tmp_path: Path) -> None:
+    """With stdin a regular file, the streams are left to the SDK's transport."""
+    source = tmp_path / "input.txt"
+    source.write_text("")
+    code = (
+        "import asyncio\n"
+        "from toolweave.mcp._stdio import _Pipes\n"
+        "async def main():\n"
+        "    print(_Pipes.claim() is None)\n"
+        "asyncio.run(main())\n"
+    )
+    with source.open() as stdin:
+        done = subprocess.run(
+            [sys.executable, "-c", code], stdin=stdin, capture_output=True, text=True, check=True
+        )
+    assert done.stdout.strip() == "True"
 
 
 # -- in process (fast): the mapping details --------------------------------------------

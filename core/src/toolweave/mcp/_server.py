@@ -21,7 +21,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolweave.errors import UsageError
 from toolweave.mcp._convert import call_result_to_mcp
-from toolweave.stream import CallResult, Progress
+from toolweave.stream import Progress
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -57,7 +57,7 @@ class SessionServer:
     """A session's tools served over MCP, through the session's own call path.
 
     Tools are listed with their client names, rendered descriptions and schemas;
-    calls run through :meth:`Session.stream` (validation, reminders, state, guards
+    calls run through :meth:`Session.call` (validation, reminders, state, guards
     apply as for any host call); progress items become MCP progress notifications;
     a change of the session's external tools sends ``tools/list_changed`` to clients
     of both protocol eras.
@@ -137,21 +137,18 @@ class SessionServer:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         self._remember(ctx)
-        call_id = f"mcp-{next(self._calls)}"
-        stream = self.session.stream(params.name, params.arguments or {}, call_id)
-        result: CallResult | None = None
         step = 0.0
-        try:
-            async for item in stream:
-                if isinstance(item, Progress):
-                    step = item.progress if item.progress is not None else step + 1
-                    await ctx.session.report_progress(step, item.total, item.message or None)
-                else:
-                    result = item
-        finally:
-            with anyio.CancelScope(shield=True):
-                await stream.aclose()
-        assert result is not None
+
+        async def progress(item: Progress) -> None:
+            nonlocal step
+            step = item.progress if item.progress is not None else step + 1
+            await ctx.session.report_progress(step, item.total, item.message or None)
+
+        # The session's own call path: a tool that does not stream takes the inline
+        # path, a streaming one reports each progress item to the client.
+        result = await self.session.call(
+            params.name, params.arguments or {}, f"mcp-{next(self._calls)}", on_progress=progress
+        )
         return call_result_to_mcp(result)
 
     # -- list_changed -----------------------------------------------------------------
@@ -183,9 +180,9 @@ class SessionServer:
 
     async def run_stdio(self) -> None:
         """Serve on this process's stdin and stdout until the client closes the pipe."""
-        from mcp.server.stdio import stdio_server
+        from toolweave.mcp._stdio import stdio_streams
 
-        async with stdio_server() as (read, write), anyio.create_task_group() as tg:
+        async with stdio_streams() as (read, write), anyio.create_task_group() as tg:
             tg.start_soon(self.watch)
             await self.server.run(read, write, self.server.create_initialization_options())
             tg.cancel_scope.cancel()
