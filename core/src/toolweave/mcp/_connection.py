@@ -107,7 +107,7 @@ class PendingCall:
 
     def __init__(self) -> None:
         self._items: list[Progress] = []
-        self._wake = anyio.Event()
+        self._wake: anyio.Event | None = None  # while the reader waits
         self.scope = anyio.CancelScope()
         self.done = False
         self.outcome: Any = None
@@ -116,14 +116,16 @@ class PendingCall:
         """The SDK's progress callback."""
         if not self.done:
             self._items.append(Progress(message=message or "", progress=progress, total=total))
-            self._wake.set()
+            if self._wake is not None:
+                self._wake.set()
 
     def finish(self, outcome: Any) -> None:
         """Deliver the outcome (``(output, text)`` or a :class:`Failure`) once."""
         if not self.done:
             self.done = True
             self.outcome = outcome
-            self._wake.set()
+            if self._wake is not None:
+                self._wake.set()
 
     def cancel(self) -> None:
         """Stop the call (the SDK tells the server) and drop whatever arrives later; a
@@ -135,8 +137,10 @@ class PendingCall:
     async def next_items(self) -> list[Progress]:
         """Wait for news: the progress items that arrived since the last call (the
         outcome is in :attr:`outcome` once :attr:`done`)."""
-        await self._wake.wait()
-        self._wake = anyio.Event()
+        if not (self._items or self.done):
+            self._wake = anyio.Event()
+            await self._wake.wait()
+            self._wake = None
         items, self._items = self._items, []
         return items
 
@@ -504,7 +508,11 @@ class ServerConnection:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """Run a call on the live connection in the caller's task, without progress:
-        ``(output, text)``, or a :class:`Failure`."""
+        ``(output, text)``, or a :class:`Failure`.
+
+        The caller's deadline bounds it (a session call always has one); cancelling
+        the caller cancels the request on the server.
+        """
         client = self.client
         if client is None or self._calls is None or self.state is not ServerState.ONLINE:
             return Failure(self.unavailable(tool), transient=True, sent=False)
@@ -514,7 +522,7 @@ class ServerConnection:
         try:
             with pending.scope:
                 try:
-                    result = await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
+                    result = await client.call_tool(tool, arguments)
                 except MCPError as exc:
                     transient = exc.code == types.CONNECTION_CLOSED
                     return Failure(error_from_mcp(exc, tool, self.id, timeout), transient)
