@@ -16,6 +16,7 @@ tool falls back to its ``Args`` model.
 
 from __future__ import annotations
 
+import math
 import typing
 import warnings
 from collections.abc import Callable
@@ -35,10 +36,34 @@ MISSING: Any = PydanticUndefined
 """The default of a parameter without one."""
 
 
-_Schema = tuple[core_schema.CoreSchema, frozenset[str]]
+class _FieldType:
+    """One parameter type: its core schema, the references it defines and, on first
+    use, its JSON Schema as a field (``None`` when only full generation is faithful)."""
+
+    __slots__ = ("_json", "_json_done", "refs", "schema")
+
+    def __init__(self, schema: core_schema.CoreSchema, refs: frozenset[str]) -> None:
+        self.schema = schema
+        self.refs = refs
+        self._json: dict[str, Any] | None = None
+        self._json_done = False
+
+    def json(self) -> dict[str, Any] | None:
+        """The field's JSON Schema; its ``title`` is ``None`` where pydantic would put
+        the field's name there."""
+        if not self._json_done:
+            self._json_done = True
+            if not self.refs:
+                generator = GenerateJsonSchema()
+                fragment = generator.generate(self.schema)
+                if "title" not in fragment and generator.field_title_should_be_set(self.schema):
+                    fragment["title"] = None
+                self._json = fragment
+        return self._json
+
 
 _CACHE_LIMIT = 4096
-_schemas: dict[Any, _Schema | None] = {}
+_schemas: dict[Any, _FieldType | None] = {}
 _NOT_CACHED = object()
 _ARGS_CONFIG = ConfigDict(extra="forbid")
 
@@ -64,7 +89,7 @@ def compose(title: str, parameters: tuple[Parameter, ...]) -> core_schema.CoreSc
         found = _field_schema(annotation)
         if found is None:
             return None
-        schema, refs = found
+        schema, refs = found.schema, found.refs
         if refs & seen:
             return None  # one definition used twice needs the model's definitions
         seen |= refs
@@ -93,17 +118,51 @@ def kwargs_validator(
     return validator.validate_json, validator.validate_python
 
 
-def json_schema(schema: core_schema.CoreSchema) -> dict[str, Any]:
-    """The JSON Schema of a schema from :func:`compose`, as ``model_json_schema`` gives
-    it for the ``Args`` model."""
-    return GenerateJsonSchema().generate(schema)
+def json_schema(title: str, parameters: tuple[Parameter, ...]) -> dict[str, Any] | None:
+    """The JSON Schema of the arguments, as ``model_json_schema`` gives it for the
+    ``Args`` model; ``None`` when only the model is faithful.
+
+    Assembled from per-type fragments (generated once per type) when every parameter
+    is a type without references and a JSON-native default; else generated from what
+    :func:`compose` gives.
+    """
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, annotation, default, description in parameters:
+        found = None if name.startswith("_") else _field_schema(annotation)
+        fragment = None if found is None else found.json()
+        if fragment is None or not (default is MISSING or _json_native(default)):
+            schema = compose(title, parameters)
+            return None if schema is None else GenerateJsonSchema().generate(schema)
+        field = dict(fragment)
+        if field.get("title", "") is None:
+            field["title"] = name.title().replace("_", " ").strip()
+        if description is not None:
+            field["description"] = description
+        if default is MISSING:
+            required.append(name)
+        else:
+            field["default"] = default
+        properties[name] = {key: field[key] for key in sorted(field)}
+    assembled: dict[str, Any] = {"additionalProperties": False, "properties": properties}
+    if required:
+        assembled["required"] = required
+    assembled["title"] = title
+    assembled["type"] = "object"
+    return assembled
+
+
+def _json_native(value: Any) -> bool:
+    """A default that appears in a JSON Schema exactly as it is."""
+    kind = type(value)
+    return value is None or kind in (bool, int, str) or (kind is float and math.isfinite(value))
 
 
 def _documented(text: str, key: str = "description") -> dict[str, Any]:
     return {"pydantic_js_updates": {key: text}}
 
 
-def _field_schema(annotation: Any) -> _Schema | None:
+def _field_schema(annotation: Any) -> _FieldType | None:
     """The core schema of one parameter type and the references it defines; cached."""
     try:
         hit = _schemas.get(annotation, _NOT_CACHED)
@@ -117,7 +176,7 @@ def _field_schema(annotation: Any) -> _Schema | None:
     return found
 
 
-def _generate(annotation: Any) -> tuple[_Schema | None, bool]:
+def _generate(annotation: Any) -> tuple[_FieldType | None, bool]:
     """The schema of ``annotation`` as a field of an ``Args`` model (whose config
     reaches nested types without their own), and whether the answer is final (a type
     that does not resolve yet may later)."""
@@ -142,7 +201,7 @@ def _generate(annotation: Any) -> tuple[_Schema | None, bool]:
     refs: set[str] = set()
     if not _collect_refs(schema, refs):
         return None, True
-    return (schema, frozenset(refs)), True
+    return _FieldType(schema, frozenset(refs)), True
 
 
 def _is_model(annotation: Any) -> bool:

@@ -243,10 +243,11 @@ class ErasedTool:
     def input_schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments (built on first access, then cached)."""
         if self._schema is None:
-            composed = None if self._args_of is None else _function_schema(self._args_of)
-            if composed is not None:
-                self._schema = json_schema(composed)
-            else:
+            spec = None if self._args_of is None else self._args_of.args_spec
+            parameters = None if spec is None else spec[3]
+            if parameters is not None:
+                self._schema = json_schema(spec[0], parameters)  # type: ignore[index]
+            if self._schema is None:
                 assert self.args_model is not None
                 self._schema = forbid_unknown_fields(self.args_model).model_json_schema()
         return self._schema
