@@ -245,3 +245,13 @@ def test_the_model_path_still_returns_keyword_arguments() -> None:
     with pytest.raises(ValidationError) as info:
         erased.parse('{"a": {"x": 1, "y": 2}}')
     assert [e["loc"] for e in info.value.errors()] == [("b",)]
+
+
+def test_each_tool_owns_its_schema() -> None:
+    """Editing one tool's JSON Schema leaves the next tool of the same types alone."""
+    first, second = _function(list[str] | None, None), _function(list[str] | None, None)
+    one = json_schema(first.args_spec[0], first.args_spec[3])
+    assert one is not None
+    one["properties"]["p"]["anyOf"][0]["items"]["type"] = "integer"
+    other = json_schema(second.args_spec[0], second.args_spec[3])
+    assert other == second.args_model.model_json_schema()

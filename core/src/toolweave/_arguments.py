@@ -1,17 +1,18 @@
-"""Argument validators for ``@tool`` functions, composed without a model class.
+"""Argument validators and JSON Schemas for ``@tool`` functions, without a model class.
 
 A function tool's arguments are validated straight into the keyword arguments of its
-function. Creating a pydantic model per tool (``create_model``) costs ~0.2 ms, paid on
-the first call of every tool; a typed-dict validator composed from per-type schemas
-costs a few microseconds, because the schema of each parameter type (``str``,
+function. Creating a pydantic model per tool (``create_model``) costs ~0.2 ms and its
+``model_json_schema`` as much again; a typed-dict validator composed from per-type
+schemas costs a few microseconds, because the schema of each parameter type (``str``,
 ``list[str] | None``, a model, ...) is generated once per process and shared by every
-tool that uses it.
+tool that uses it. The JSON Schema is assembled the same way from per-type fragments.
 
 The composed validator is the model's validator in all that matters: the same
 per-field schemas, unknown fields rejected, defaults as pydantic applies them, errors
-with the same types and locations. Where that cannot be guaranteed (a ``Field(...)``
-default, an annotation pydantic cannot take alone, schemas that share references) the
-tool falls back to its ``Args`` model.
+with the same types and locations; the JSON Schema is the model's, byte for byte.
+Where that cannot be guaranteed (a ``Field(...)`` default, an alias, a dataclass or
+TypedDict parameter, an annotation pydantic cannot take alone, one definition used by
+two parameters) the tool falls back to its ``Args`` model.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def json_schema(title: str, parameters: tuple[Parameter, ...]) -> dict[str, Any]
         if fragment is None or not (default is MISSING or _json_native(default)):
             schema = compose(title, parameters)
             return None if schema is None else GenerateJsonSchema().generate(schema)
-        field = dict(fragment)
+        field = _copied(fragment)  # each tool owns its schema: callers may edit theirs
         if field.get("title", "") is None:
             field["title"] = name.title().replace("_", " ").strip()
         if description is not None:
@@ -150,6 +151,15 @@ def json_schema(title: str, parameters: tuple[Parameter, ...]) -> dict[str, Any]
     assembled["title"] = title
     assembled["type"] = "object"
     return assembled
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a JSON value's containers (the leaves are immutable)."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
 
 
 def _json_native(value: Any) -> bool:

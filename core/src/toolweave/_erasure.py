@@ -28,6 +28,7 @@ from toolweave.tool import (
     FunctionTool,
     Kind,
     Lifecycle,
+    Parameter,
     Tool,
 )
 
@@ -243,10 +244,9 @@ class ErasedTool:
     def input_schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments (built on first access, then cached)."""
         if self._schema is None:
-            spec = None if self._args_of is None else self._args_of.args_spec
-            parameters = None if spec is None else spec[3]
-            if parameters is not None:
-                self._schema = json_schema(spec[0], parameters)  # type: ignore[index]
+            plain = None if self._args_of is None else _plain_parameters(self._args_of)
+            if plain is not None:
+                self._schema = json_schema(*plain)
             if self._schema is None:
                 assert self.args_model is not None
                 self._schema = forbid_unknown_fields(self.args_model).model_json_schema()
@@ -316,13 +316,13 @@ class ErasedTool:
         return self._validate_python(data)
 
 
-def _function_schema(cls: type[FunctionTool]) -> Any:
-    """The composed argument schema of an ``@tool`` function, or ``None`` when only
-    its ``Args`` model is faithful (see :mod:`toolweave._arguments`)."""
+def _plain_parameters(cls: type[FunctionTool]) -> tuple[str, tuple[Parameter, ...]] | None:
+    """An ``@tool`` function's ``Args`` title and parameters, when none of them needs
+    the model (see :mod:`toolweave._arguments`)."""
     spec = cls.args_spec
-    assert spec is not None, f"{cls.__qualname__} has no args_spec"
-    title, _, _, parameters = spec
-    return None if parameters is None else compose(title, parameters)
+    if spec is None or spec[3] is None:
+        return None
+    return spec[0], spec[3]
 
 
 def _function_validators(
@@ -330,11 +330,11 @@ def _function_validators(
 ) -> tuple[Callable[[Any], dict[str, Any]], Callable[[Any], dict[str, Any]]]:
     """Validators of an ``@tool`` function's arguments, returning its keyword arguments:
     composed without a model where that is faithful, else the ``Args`` model's."""
-    schema = _function_schema(cls)
-    if schema is not None:
-        composed = kwargs_validator(cls.args_spec[0], schema)  # type: ignore[index]
-        if composed is not None:
-            return composed
+    plain = _plain_parameters(cls)
+    schema = None if plain is None else compose(*plain)
+    composed = None if plain is None or schema is None else kwargs_validator(plain[0], schema)
+    if composed is not None:
+        return composed
     validator = cls.args_model.__pydantic_validator__
 
     def from_json(raw: Any) -> dict[str, Any]:

@@ -298,9 +298,10 @@ plain parameters when none uses ``Field(...)`` (see :mod:`toolweave._arguments`)
 class _LazyArgs:
     """The ``Args`` model of a function tool, created from its signature on first access.
 
-    Creating a pydantic model costs far more than the rest of :func:`tool`; a set of
-    many tools pays it only for the tools it calls or lists. The model replaces this
-    descriptor on the tool class once created.
+    Creating a pydantic model costs far more than the rest of :func:`tool`, and calls
+    and listings do without it (see :mod:`toolweave._arguments`): it is created when
+    something asks for it, or for parameters only a model describes faithfully. The
+    model replaces this descriptor on the tool class once created.
     """
 
     def __get__(self, obj: object, owner: type[FunctionTool]) -> type[BaseModel]:
@@ -308,8 +309,7 @@ class _LazyArgs:
         if spec is None:
             raise AttributeError(f"{owner.__qualname__} has no Args model")
         name, module, fields, _ = spec
-        # Built whole (validator included): the first use is a call or a listing, which
-        # needs the validator or the schema at once.
+        # Built whole (validator included): whoever asks validates or describes with it.
         model = create_model(
             name,
             __config__=ConfigDict(extra="forbid"),
