@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 from toolweave import tool
@@ -188,6 +190,40 @@ def test_composed_json_schema_matches_the_model(annotation: Any, default: Any) -
     expected = json.dumps(cls.args_model.model_json_schema())
     assert json.dumps(json_schema(cls.args_spec[0], cls.args_spec[3])) == expected
     assert json.dumps(GenerateJsonSchema().generate(_composed(cls))) == expected
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        int,
+        float,
+        list[str] | None,
+        dict[str, int],
+        Point,
+        Annotated[int, Field(ge=0)],
+        Literal["a", "b"],
+    ],
+    ids=repr,
+)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arguments=st.dictionaries(st.sampled_from(["p", "q", "x"]), JSON, max_size=3))
+def test_composed_validator_matches_the_model_on_any_json(
+    annotation: Any, arguments: dict[str, Any]
+) -> None:
+    """Arbitrary JSON objects get the same answer from both validators."""
+    (from_json, from_python), model = _both(_function(annotation))
+    text = json.dumps(arguments)
+    assert _outcome(from_json, text) == _outcome(model.validate_json, text)
+    assert _outcome(from_python, arguments) == _outcome(model.validate_python, arguments)
 
 
 def test_functions_get_their_keyword_arguments() -> None:
