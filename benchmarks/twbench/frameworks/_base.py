@@ -7,7 +7,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-__all__ = ["Dispatch", "Framework", "Variant"]
+from twbench._tools import RAW_ARGS
+
+__all__ = ["Dispatch", "Framework", "Variant", "first_call_of"]
 
 
 @dataclass(frozen=True)
@@ -101,3 +103,15 @@ class Framework:
         """Prepare (untimed) rendering OpenAI definitions of every tool of a built set; the
         returned coroutine function renders them (timed)."""
         raise NotImplementedError
+
+
+def first_call_of(
+    invoke: Callable[[str], Awaitable[Any]], answer: Callable[[Any], str]
+) -> Callable[[], Awaitable[str]]:
+    """What :meth:`Framework.first_call` returns for a framework called as ``invoke(raw)``:
+    one call with the benchmark's arguments, read as the model's text by ``answer``."""
+
+    async def call() -> str:
+        return answer(await invoke(RAW_ARGS))
+
+    return call

@@ -7,8 +7,8 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
-from twbench._tools import RAW_ARGS, fresh, fresh_many
-from twbench.frameworks._base import Dispatch, Framework, Variant
+from twbench._tools import fresh, fresh_many
+from twbench.frameworks._base import Dispatch, Framework, Variant, first_call_of
 
 __all__ = ["MCPStyleServer"]
 
@@ -61,12 +61,7 @@ class MCPStyleServer(Framework):
         return self._server(fns)
 
     async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
-        invoke = _invoker(built, name)
-
-        async def call() -> str:
-            return _text(await invoke(RAW_ARGS))
-
-        return call
+        return first_call_of(_invoker(built, name), _text)
 
     async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
         async def render() -> list[dict[str, Any]]:

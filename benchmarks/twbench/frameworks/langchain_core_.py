@@ -6,8 +6,8 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
-from twbench._tools import RAW_ARGS, fresh, fresh_many
-from twbench.frameworks._base import Dispatch, Framework, Variant
+from twbench._tools import fresh, fresh_many
+from twbench.frameworks._base import Dispatch, Framework, Variant, first_call_of
 
 __all__ = ["LangchainCore"]
 
@@ -63,12 +63,7 @@ class LangchainCore(Framework):
         return {t.name: t for t in (_make(fn, False) for fn in fns)}
 
     async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
-        invoke = _invoker(built, name)
-
-        async def call() -> str:
-            return _content(await invoke(RAW_ARGS))
-
-        return call
+        return first_call_of(_invoker(built, name), _content)
 
     async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
         from langchain_core.utils.function_calling import convert_to_openai_tool

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
-from twbench._tools import RAW_ARGS, fresh, fresh_many
-from twbench.frameworks._base import Dispatch, Framework, Variant
+from twbench._tools import fresh, fresh_many
+from twbench.frameworks._base import Dispatch, Framework, Variant, first_call_of
 
 __all__ = ["PydanticAI"]
 
@@ -69,12 +69,7 @@ class PydanticAI(Framework):
         return FunctionToolset(list(fns))
 
     async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
-        invoke = _invoker(await _manager(built), name)
-
-        async def call() -> str:
-            return str(await invoke(RAW_ARGS))
-
-        return call
+        return first_call_of(_invoker(await _manager(built), name), str)
 
     async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
         from pydantic_ai.models.openai import OpenAIChatModel

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from twbench._tools import RAW_ARGS, Kind, fresh, fresh_many
 from twbench.frameworks import _toolweave_full as full
-from twbench.frameworks._base import Dispatch, Framework, Variant
+from twbench.frameworks._base import Dispatch, Framework, Variant, first_call_of
 
 __all__ = ["Toolweave"]
 
@@ -114,12 +114,7 @@ class Toolweave(Framework):
         return builder.build()
 
     async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
-        session = built.session()
-
-        async def call() -> str:
-            return _text(await session.call(name, RAW_ARGS))
-
-        return call
+        return first_call_of(functools.partial(built.session().call, name), _text)
 
     async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
         session = built.session()
