@@ -29,6 +29,7 @@ class SyncSession:
         self.session = session
         self._cm = start_blocking_portal(backend)
         self._portal = self._cm.__enter__()
+        self._closed = False
 
     def call(self, name: str, arguments: Any = None, call_id: str | None = None) -> CallResult:
         """Run one call and wait for its result."""
@@ -67,8 +68,15 @@ class SyncSession:
         return self.session.definitions(format)
 
     def close(self) -> None:
-        """Stop the background event loop."""
-        self._cm.__exit__(None, None, None)
+        """Close the session (see :meth:`Session.aclose`), then stop the background
+        event loop. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._portal.call(self.session.aclose)
+        finally:
+            self._cm.__exit__(None, None, None)
 
     def __enter__(self) -> SyncSession:
         return self

@@ -81,6 +81,8 @@ class Session:
         "_guards",
         "_hidden",
         "_inline",
+        "_closed",
+        "_closers",
         "_listing",
         "_notifier",
         "_reminders",
@@ -134,6 +136,8 @@ class Session:
         """Built-in tools whose ``should_list`` is false in this session (asked once)."""
         self.external_version = 0
         """Bumped on every change of the external tools; hosts can watch it."""
+        self._closers: list[Callable[[], Any]] = []
+        self._closed = False
         if toolset.packs is not None:
             toolset.packs.provide_resources(self.resources, self)
 
@@ -144,6 +148,53 @@ class Session:
     def workspace(self) -> Path:
         """The workspace root."""
         return self.resources.require(Workspace).root
+
+    # -- lifetime -------------------------------------------------------------------
+
+    def on_close(self, callback: Callable[[], Any]) -> None:
+        """Call ``callback`` (a plain or an async function) when the session closes.
+
+        Packs register what must not outlive the session here (background processes,
+        monitors), typically from their ``provide_resources`` hook. Callbacks run in the
+        reverse order of registration; one that raises is logged and the others still run.
+        """
+        self._closers.append(callback)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`aclose` has run."""
+        return self._closed
+
+    async def aclose(self) -> None:
+        """Close the session: cancel its running calls, run the close callbacks (the
+        shell pack stops its background tasks there), then save its state.
+
+        Idempotent; ``async with session:`` calls it on the way out. A closed session
+        still answers calls, but nothing it starts afterwards is tracked for closing.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        for running in list(self._running.values()):
+            running.cancel()
+        closers, self._closers = self._closers, []
+        for callback in reversed(closers):
+            try:
+                maybe = callback()
+                if maybe is not None and hasattr(maybe, "__await__"):
+                    await maybe
+            except Exception:
+                logger.exception("a close callback of session %s raised", self.session_id)
+        try:
+            await self._state.persist_all()
+        except Exception:
+            logger.exception("saving the state of session %s at close failed", self.session_id)
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- resources, state, notifications -----------------------------------------------
 
