@@ -241,7 +241,7 @@ def test_provider_loops_send_tool_results_back(scratch: Path) -> None:
 
 def test_every_config_field_is_documented() -> None:
     """docs/configuring-a-session.md names every field of both configuration models."""
-    from toolweave.config import ToolConfig, ToolSetConfig
+    from toolweave.catalog import ToolConfig, ToolSetConfig
 
     text = (ROOT / "docs" / "configuring-a-session.md").read_text(encoding="utf-8")
     for model in (ToolSetConfig, ToolConfig):

@@ -21,7 +21,7 @@ PUBLIC_API = [
     "Environment",
     "ErasedTool",
     "ErrorKind",
-    "ExecutionRegistry",
+    "Catalog",
     "Expression",
     "ExpressionError",
     "Guard",

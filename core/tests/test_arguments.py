@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 from toolweave import tool
-from toolweave._arguments import MISSING, compose, json_schema, kwargs_validator
-from toolweave._erasure import erase
+from toolweave.catalog._arguments import MISSING, compose, json_schema, kwargs_validator
+from toolweave.catalog._erasure import erase
 from typing_extensions import TypedDict
 
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolweave import Context, ErrorKind, Tool, ToolError, ToolOutput, tool
-from toolweave._erasure import erase, format_validation_error
+from toolweave.catalog._erasure import erase, format_validation_error
 
 pytestmark = pytest.mark.anyio
 

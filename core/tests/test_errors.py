@@ -111,7 +111,7 @@ def test_every_exception_lives_in_the_errors_module_and_its_tree() -> None:
 
 def test_moved_errors_are_importable_from_their_former_modules() -> None:
     """ExpressionError and UnsupportedSchemaError keep their old import paths."""
-    from toolweave._expr import ExpressionError as from_expr
+    from toolweave.catalog._expr import ExpressionError as from_expr
     from toolweave.formats import UnsupportedSchemaError as from_formats
     from toolweave.formats._schema import UnsupportedSchemaError as from_schema
 

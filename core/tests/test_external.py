@@ -17,7 +17,7 @@ from toolweave import (
     ToolSetBuilder,
     UsageError,
 )
-from toolweave.external import external_tool, schema_validator
+from toolweave.catalog import external_tool, schema_validator
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from toolweave import (
     Tool,
     ToolSetBuilder,
 )
-from toolweave.external import external_tool
+from toolweave.catalog import external_tool
 
 pytestmark = pytest.mark.anyio
 

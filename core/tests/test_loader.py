@@ -23,7 +23,7 @@ from toolweave import (
     ToolSetBuilder,
     hookimpl,
 )
-from toolweave.reminders import CallInfo, ToolReminder
+from toolweave.authoring import CallInfo, ToolReminder
 
 pytestmark = pytest.mark.anyio
 

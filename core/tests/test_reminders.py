@@ -22,7 +22,8 @@ from toolweave import (
     UsageError,
     reminder,
 )
-from toolweave.reminders import ToolReminder, apply_reminders, wrap_reminder
+from toolweave.authoring import ToolReminder, wrap_reminder
+from toolweave.authoring._reminders import apply_reminders
 
 pytestmark = pytest.mark.anyio
 

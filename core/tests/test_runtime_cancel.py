@@ -24,7 +24,7 @@ from toolweave import (
     ToolSetBuilder,
     process_group,
 )
-from toolweave.external import external_tool
+from toolweave.catalog import external_tool
 
 pytestmark = pytest.mark.anyio
 

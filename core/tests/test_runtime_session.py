@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 from toolweave import ConfigError, Context, Kind, Tool, ToolSetBuilder, UsageError
-from toolweave.external import external_tool
+from toolweave.catalog import external_tool
 
 pytestmark = pytest.mark.anyio
 

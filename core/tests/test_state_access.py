@@ -21,7 +21,7 @@ from toolweave import (
     ToolSetBuilder,
     reminder,
 )
-from toolweave.reminders import CallInfo
+from toolweave.authoring import CallInfo
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 from toolweave import Capabilities, Context, Kind, Progress, Tool, ToolOutput, tool
-from toolweave._erasure import erase
+from toolweave.catalog._erasure import erase
 
 pytestmark = pytest.mark.anyio
 
@@ -410,9 +410,9 @@ def test_a_requirement_reads_fields_of_lazy_tools(make_session: Any) -> None:
 def test_bare_ids_resolve_through_the_index() -> None:
     """A bare id resolves to that id in every namespace, in registration order, and
     forgets the namespaces whose registrations were removed."""
-    from toolweave.registry import ExecutionRegistry
+    from toolweave.catalog import Catalog
 
-    registry = ExecutionRegistry()
+    registry = Catalog()
     for namespace, origin in (("a", "pa"), ("b", "pb"), ("c", "pc")):
         registry.register(erase(tool(namespace=namespace, id="same")(_join), origin))
     registry.register(erase(tool(namespace="a", id="other")(_join), "pa"))

@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 from toolweave import Progress, Session
-from toolweave.external import external_tool
+from toolweave.catalog import external_tool
 from toolweave.mcp import SessionServer
 
 pytestmark = pytest.mark.anyio

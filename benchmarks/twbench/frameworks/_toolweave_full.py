@@ -51,7 +51,7 @@ class Setup:
     def build(self, builder: Any) -> Any:
         """Build the set; with reminders, one registered reminder that stays silent."""
         if self.on["reminders"]:
-            from toolweave.reminders import reminder
+            from toolweave.authoring import reminder
 
             @reminder(id="bench_silent")
             def silent(ctx: Any, call: Any) -> None:

@@ -4,15 +4,39 @@ Write tools once with pydantic types, ship them as packs, configure a session, a
 hand the model one well-described tool list; remote MCP tools join the same set.
 """
 
-from toolweave._erasure import ErasedTool
-from toolweave._expr import Expression, SetView, ToolFacts, compile_expression
-from toolweave._guards import Guard, read_only_guard
-from toolweave._merge import BuildReport, SkippedEntry
 from toolweave._process import kill_process_group, process_group
-from toolweave._versions import DeprecatedVersionWarning, ToolweaveWarning
-from toolweave.builder import ToolSetBuilder
-from toolweave.config import ToolConfig, ToolSetConfig
-from toolweave.context import Context
+from toolweave.authoring import (
+    READ_ONLY_KINDS,
+    CallInfo,
+    Capabilities,
+    Kind,
+    Lifecycle,
+    Reminder,
+    Tool,
+    ToolOutput,
+    reminder,
+    tool,
+)
+from toolweave.catalog import (
+    BuildReport,
+    Catalog,
+    DeprecatedVersionWarning,
+    ErasedTool,
+    Expression,
+    SetView,
+    SkippedEntry,
+    TemplateRenderer,
+    ToolConfig,
+    ToolDefinition,
+    ToolEntry,
+    ToolFacts,
+    ToolSet,
+    ToolSetBuilder,
+    ToolSetConfig,
+    ToolweaveWarning,
+    compile_expression,
+    external_tool,
+)
 from toolweave.errors import (
     ConfigError,
     ConfigIssue,
@@ -25,25 +49,20 @@ from toolweave.errors import (
     ToolweaveError,
     UsageError,
 )
-from toolweave.notifications import Notification, Notifier
-from toolweave.plugins import PackInfo, PackManager, hookimpl, load_packs
-from toolweave.registry import ExecutionRegistry
-from toolweave.reminders import CallInfo, Reminder, reminder
+from toolweave.plugins import PackInfo, PackManager, check_config, hookimpl, load_packs
 from toolweave.resources import Environment, Resources, Workspace
-from toolweave.session import Session, SyncSession, ToolStream
-from toolweave.state import MemoryStateStore, SQLiteStateStore, StateStore
-from toolweave.stream import CallResult, Progress
-from toolweave.templates import TemplateRenderer
-from toolweave.tool import (
-    READ_ONLY_KINDS,
-    Capabilities,
-    Kind,
-    Lifecycle,
-    Tool,
-    ToolOutput,
-    tool,
+from toolweave.results import CallResult, Progress
+from toolweave.authoring import Context
+from toolweave.runtime import (
+    Guard,
+    Notification,
+    Notifier,
+    Session,
+    SyncSession,
+    ToolStream,
+    read_only_guard,
 )
-from toolweave.toolset import ToolDefinition, ToolEntry, ToolSet
+from toolweave.state import MemoryStateStore, SQLiteStateStore, StateStore
 
 __version__ = "0.1.0"
 
@@ -52,6 +71,7 @@ __all__ = [
     "BuildReport",
     "CallInfo",
     "CallResult",
+    "Catalog",
     "Capabilities",
     "ConfigError",
     "ConfigIssue",
@@ -61,7 +81,7 @@ __all__ = [
     "Environment",
     "ErasedTool",
     "ErrorKind",
-    "ExecutionRegistry",
+    "Catalog",
     "Expression",
     "ExpressionError",
     "Guard",
@@ -100,7 +120,9 @@ __all__ = [
     "UsageError",
     "Workspace",
     "__version__",
+    "check_config",
     "compile_expression",
+    "external_tool",
     "hookimpl",
     "kill_process_group",
     "load_packs",

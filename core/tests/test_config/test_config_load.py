@@ -14,7 +14,7 @@ from toolweave import (
     ToolSetConfig,
     hookimpl,
 )
-from toolweave.config import check
+from toolweave.plugins import check_config as check
 
 TOML = """
 mode = "read_only"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from toolweave import ConfigError, SkippedEntry, UsageError
-from toolweave.external import external_tool
+from toolweave.catalog import external_tool
 
 
 async def _echo(ctx, arguments):

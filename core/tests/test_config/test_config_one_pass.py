@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 from toolweave import ConfigError, ConfigIssue, Context, Tool, ToolSetBuilder
-from toolweave.config import check
+from toolweave.plugins import check_config as check
 
 
 def issues_of(builder: ToolSetBuilder, config: Any) -> list[ConfigIssue]:

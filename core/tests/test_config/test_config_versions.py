@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from toolweave import ConfigError, DeprecatedVersionWarning, Lifecycle, tool
-from toolweave.config import check
+from toolweave.plugins import check_config as check
 
 
 def test_default_is_the_newest_active_version(builder):

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 from toolweave import CallResult, Environment, ErrorKind, Progress, Session
-from toolweave.notifications import Notification
+from toolweave.runtime import Notification
 from toolweave_shell._procs import process_alive
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 from toolweave import ConfigError, ErrorKind, Resources, Session
-from toolweave.notifications import Notification
+from toolweave.runtime import Notification
 from toolweave_shell import BackgroundTasks, LocalTerminal, ShellTasks, Terminal
 from toolweave_shell._procs import process_alive
 

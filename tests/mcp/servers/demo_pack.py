@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Progress, Tool, ToolError, hookimpl, tool
-from toolweave.external import external_tool
+from toolweave.catalog import external_tool
 
 
 @tool(kind=Kind.READ, read_only=True, blocking=False)

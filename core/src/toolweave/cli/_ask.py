@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.status import Status
 
-    from toolweave.session import Session
+    from toolweave.runtime._session import Session
 
 __all__ = ["TerminalAskUser", "install"]
 

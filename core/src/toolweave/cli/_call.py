@@ -26,8 +26,8 @@ from toolweave.cli._common import (
 
 if TYPE_CHECKING:
     from toolweave.cli._ask import TerminalAskUser
-    from toolweave.session import Session
-    from toolweave.stream import CallResult, Progress
+    from toolweave.runtime._session import Session
+    from toolweave.results import CallResult, Progress
 
 __all__ = ["register", "show_progress"]
 
@@ -79,7 +79,7 @@ async def run_call(
     ``asker``, when given, hides the spinner while it waits for an answer.
     """
     from toolweave.errors import ErrorKind, ToolError
-    from toolweave.stream import CallResult
+    from toolweave.results import CallResult
 
     result: CallResult | None = None
     expired: list[bool] = []

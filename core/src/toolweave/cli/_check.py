@@ -43,7 +43,7 @@ def check(
     """
     from rich.text import Text
 
-    from toolweave.config import check as check_config
+    from toolweave.plugins import check_config
 
     manager = load_packs(packs, exclude)
     with warnings.catch_warnings(record=True) as caught:

@@ -14,9 +14,9 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from toolweave.config import ToolSetConfig
+    from toolweave.catalog._config import ToolSetConfig
     from toolweave.plugins import PackManager
-    from toolweave.toolset import ToolSet
+    from toolweave.catalog._toolset import ToolSet
 
 __all__ = [
     "CliError",
@@ -212,7 +212,7 @@ def load_packs(packs: Iterable[str] | None, exclude: Iterable[str] | None) -> Pa
 
 def load_config(path: Path) -> ToolSetConfig:
     """Read a configuration file (problems raise ``ConfigError``)."""
-    from toolweave.config import ToolSetConfig
+    from toolweave.catalog._config import ToolSetConfig
 
     return ToolSetConfig.load(path)
 

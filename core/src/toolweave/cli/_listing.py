@@ -24,7 +24,7 @@ from toolweave.cli._common import (
 from toolweave.errors import ToolweaveError
 
 if TYPE_CHECKING:
-    from toolweave.toolset import ToolEntry, ToolSet
+    from toolweave.catalog._toolset import ToolEntry, ToolSet
 
 __all__ = ["register"]
 

@@ -45,7 +45,7 @@ from toolweave.formats._strict import to_strict_schema
 from toolweave.formats.gemini import gemini_schema
 
 if TYPE_CHECKING:
-    from toolweave.toolset import ToolDefinition
+    from toolweave.catalog._toolset import ToolDefinition
 
 __all__ = [
     "FORMATS",

@@ -11,8 +11,8 @@ from toolweave.errors import UsageError
 from toolweave.formats._schema import is_nullable, resolve_ref
 
 if TYPE_CHECKING:
-    from toolweave.session import Session
-    from toolweave.stream import CallResult
+    from toolweave.runtime._session import Session
+    from toolweave.results import CallResult
 
 __all__ = [
     "PROVIDERS",

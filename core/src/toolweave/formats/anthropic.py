@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from toolweave.formats._calls import ToolCall, get, items_of
 
 if TYPE_CHECKING:
-    from toolweave.stream import CallResult
-    from toolweave.toolset import ToolDefinition
+    from toolweave.results import CallResult
+    from toolweave.catalog._toolset import ToolDefinition
 
 __all__ = ["parse_calls", "result_messages", "tool"]
 

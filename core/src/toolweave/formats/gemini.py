@@ -19,8 +19,8 @@ from toolweave.formats._calls import ToolCall, get, items_of
 from toolweave.formats._schema import UnsupportedSchemaError, resolve_ref, split_nullable
 
 if TYPE_CHECKING:
-    from toolweave.stream import CallResult
-    from toolweave.toolset import ToolDefinition
+    from toolweave.results import CallResult
+    from toolweave.catalog._toolset import ToolDefinition
 
 __all__ = ["declaration", "gemini_schema", "parse_calls", "result_messages"]
 

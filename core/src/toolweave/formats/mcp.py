@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from toolweave.toolset import ToolDefinition
+    from toolweave.catalog._toolset import ToolDefinition
 
 __all__ = ["tool"]
 

@@ -21,8 +21,8 @@ from toolweave.formats._calls import ToolCall, get, items_of
 from toolweave.formats._strict import to_strict_schema
 
 if TYPE_CHECKING:
-    from toolweave.stream import CallResult
-    from toolweave.toolset import ToolDefinition
+    from toolweave.results import CallResult
+    from toolweave.catalog._toolset import ToolDefinition
 
 __all__ = [
     "chat",

@@ -22,7 +22,7 @@ from toolweave.errors import ErrorKind, ToolError
 from toolweave.mcp._config import ServerConfig
 from toolweave.mcp._convert import error_from_mcp, result_from_mcp
 from toolweave.mcp._transport import open_target
-from toolweave.stream import Progress
+from toolweave.results import Progress
 
 if TYPE_CHECKING:
     from toolweave.mcp._pool import MCPPool

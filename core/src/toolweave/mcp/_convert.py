@@ -9,7 +9,7 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.stream import CallResult
+from toolweave.results import CallResult
 
 __all__ = ["call_result_to_mcp", "error_from_mcp", "result_from_mcp"]
 

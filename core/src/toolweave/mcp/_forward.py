@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp.types as types
 
-from toolweave._erasure import ErasedTool
+from toolweave.catalog._erasure import ErasedTool
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.external import external_tool
+from toolweave.catalog._external import external_tool
 from toolweave.mcp._connection import Failure, PendingCall, ServerState
 from toolweave.mcp._names import namespace_for
 

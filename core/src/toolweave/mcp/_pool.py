@@ -23,7 +23,7 @@ from toolweave.mcp._names import DEFAULT_PREFIX, MAX_NAME, client_name, fit, san
 from toolweave.mcp._reload import watch_file
 
 if TYPE_CHECKING:
-    from toolweave.session import Session
+    from toolweave.runtime._session import Session
 
 __all__ = ["MCPPool", "RemoteToolInfo"]
 

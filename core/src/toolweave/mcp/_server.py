@@ -21,12 +21,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolweave.errors import UsageError
 from toolweave.mcp._convert import call_result_to_mcp
-from toolweave.stream import Progress
+from toolweave.results import Progress
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from toolweave.session import Session
+    from toolweave.runtime._session import Session
 
 __all__ = ["SessionServer", "parse_http_address", "serve", "serve_http", "serve_stdio"]
 

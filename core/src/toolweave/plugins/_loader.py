@@ -15,11 +15,11 @@ from toolweave.errors import PackLoadError
 from toolweave.plugins import hookspecs
 
 if TYPE_CHECKING:
-    from toolweave.builder import ToolSetBuilder
-    from toolweave.config import ToolSetConfig
+    from toolweave.catalog._builder import ToolSetBuilder
+    from toolweave.catalog._config import ToolSetConfig
     from toolweave.resources import Resources
-    from toolweave.session import Session
-    from toolweave.toolset import ToolSet
+    from toolweave.runtime._session import Session
+    from toolweave.catalog._toolset import ToolSet
 
 __all__ = ["ENTRY_POINT_GROUP", "PackInfo", "PackManager", "load_packs"]
 
@@ -251,7 +251,7 @@ class PackManager:
 
     def builder(self) -> ToolSetBuilder:
         """A builder holding every loaded pack's tools and reminders."""
-        from toolweave.builder import ToolSetBuilder
+        from toolweave.catalog._builder import ToolSetBuilder
 
         builder = ToolSetBuilder(packs=self)
         self.register_tools(builder)

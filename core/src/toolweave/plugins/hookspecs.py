@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from toolweave.builder import ToolSetBuilder
+    from toolweave.catalog._builder import ToolSetBuilder
     from toolweave.resources import Resources
-    from toolweave.session import Session
+    from toolweave.runtime._session import Session
 
 __all__ = ["hookimpl", "hookspec"]
 

@@ -1,14 +1,47 @@
-"""The state store interface and the in-memory store."""
+"""The state store interface, its conflict error, and the in-memory store."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import ClassVar, Protocol, final, runtime_checkable
+from collections.abc import Collection, Mapping
+from typing import ClassVar, NamedTuple, Protocol, final, runtime_checkable
 
 from pydantic import BaseModel
 
-__all__ = ["MemoryStateStore", "StateStore", "state_key"]
+from toolweave.errors import ToolweaveError
+
+__all__ = ["MemoryStateStore", "StateConflict", "StateStore", "StoredState", "state_key"]
+
+
+class StoredState(NamedTuple):
+    """One stored value and its version."""
+
+    value: str
+    """The JSON text."""
+    version: int
+    """Counts the writes of the key (1 for the first); a key that is not stored has
+    version 0. It never goes back, not even when the key is deleted and written again."""
+
+
+class StateConflict(ToolweaveError):
+    """A compare-and-set save was refused: another writer changed a key since it was read.
+
+    Nothing of the save was stored.
+
+    Args:
+        session_id: The session whose keys conflicted.
+        current: What the store holds now for each conflicting key (``None``: the key
+            is not stored).
+    """
+
+    def __init__(self, session_id: str, current: Mapping[str, StoredState | None]) -> None:
+        self.session_id = session_id
+        self.current: dict[str, StoredState | None] = dict(current)
+        keys = ", ".join(sorted(self.current))
+        super().__init__(
+            f"state {keys} of session {session_id} was changed by another writer since it "
+            "was read; nothing was saved"
+        )
 
 
 @runtime_checkable
@@ -16,20 +49,47 @@ class StateStore(Protocol):
     """Where sessions keep their runtime state between processes.
 
     Values are JSON text keyed by ``(session_id, key)``; a key names one state model
-    (see :func:`state_key`). The methods block: a session loads once, on the first
-    access to its state, and saves from a worker thread, so a store may do disk or
-    network I/O. Implementations must be safe to call from several threads. A store
-    whose methods never block may say so with a class attribute ``blocking = False``;
-    its saves then run in the event loop.
+    (see :func:`state_key`). Every stored key has a version (see :class:`StoredState`).
+
+    **The guarantee** every store gives: a :meth:`save` with ``expected`` versions is a
+    compare-and-set over all its keys at once: it stores every change only when every
+    named key still has the expected version, and otherwise stores nothing and raises
+    :class:`StateConflict`. So a writer that read a key at version *v* and saves with
+    ``expected={key: v}`` never overwrites a write it has not seen, whichever process
+    or host made it. (SQLite does this in one ``BEGIN IMMEDIATE`` transaction; a Redis
+    store would use ``WATCH``/``MULTI`` or one Lua script.)
+
+    The methods block: a session reads on the first access to a model in a call and
+    saves from a worker thread, so a store may do disk or network I/O. Implementations
+    must be safe to call from several threads. A store whose methods never block may say
+    so with a class attribute ``blocking = False``; its saves then run in the event loop.
     """
 
-    def load(self, session_id: str) -> dict[str, str]:
-        """Every stored value of ``session_id``, by key (empty for a new session)."""
+    def load(
+        self, session_id: str, keys: Collection[str] | None = None
+    ) -> dict[str, StoredState]:
+        """The stored values of ``session_id`` (only ``keys``, when given), by key; keys
+        that are not stored are left out. One consistent read."""
         ...
 
-    def save(self, session_id: str, changes: Mapping[str, str | None]) -> None:
-        """Apply ``changes`` atomically: a value replaces the key's value, ``None``
-        deletes the key. Either every change is stored or none is."""
+    def save(
+        self,
+        session_id: str,
+        changes: Mapping[str, str | None],
+        *,
+        expected: Mapping[str, int] | None = None,
+    ) -> dict[str, int]:
+        """Apply ``changes`` atomically and return the new version of each changed key.
+
+        A value replaces the key's value, ``None`` deletes the key; either every change
+        is stored or none is. A key named in ``expected`` is changed only if its version
+        is still the expected one (0: not stored); keys of ``changes`` not named there
+        are written unconditionally.
+
+        Raises:
+            StateConflict: A key's version differs from the expected one; nothing was
+                stored.
+        """
         ...
 
     def close(self) -> None:
@@ -53,29 +113,62 @@ def state_key(model: type[BaseModel]) -> str:
 @final
 class MemoryStateStore:
     """A store that keeps state in memory: for tests and for sessions that should not
-    outlive their process. Sessions of one process sharing it see one another's state."""
+    outlive their process. Sessions of one process sharing it see one another's state.
+
+    It keeps the versions and the compare-and-set of :class:`StateStore` exactly as the
+    SQLite store does.
+    """
 
     blocking: ClassVar[bool] = False
     """Saves are quick dictionary updates, done in the event loop."""
 
     def __init__(self) -> None:
-        self._data: dict[str, dict[str, str]] = {}
+        # session -> key -> (value, or None once deleted; version)
+        self._data: dict[str, dict[str, tuple[str | None, int]]] = {}
         self._lock = threading.Lock()
 
-    def load(self, session_id: str) -> dict[str, str]:
+    def load(
+        self, session_id: str, keys: Collection[str] | None = None
+    ) -> dict[str, StoredState]:
         """See :meth:`StateStore.load`."""
         with self._lock:
-            return dict(self._data.get(session_id, {}))
+            values = self._data.get(session_id, {})
+            wanted = values if keys is None else keys
+            out: dict[str, StoredState] = {}
+            for key in wanted:
+                found = values.get(key)
+                if found is not None and found[0] is not None:
+                    out[key] = StoredState(found[0], found[1])
+            return out
 
-    def save(self, session_id: str, changes: Mapping[str, str | None]) -> None:
+    def save(
+        self,
+        session_id: str,
+        changes: Mapping[str, str | None],
+        *,
+        expected: Mapping[str, int] | None = None,
+    ) -> dict[str, int]:
         """See :meth:`StateStore.save`."""
         with self._lock:
             values = self._data.setdefault(session_id, {})
+            if expected:
+                conflicts: dict[str, StoredState | None] = {}
+                for key, version in expected.items():
+                    value, current = values.get(key, (None, 0))
+                    live = current if value is not None else 0
+                    if live != version:
+                        conflicts[key] = None if value is None else StoredState(value, current)
+                if conflicts:
+                    raise StateConflict(session_id, conflicts)
+            versions: dict[str, int] = {}
             for key, value in changes.items():
-                if value is None:
-                    values.pop(key, None)
-                else:
-                    values[key] = value
+                old, current = values.get(key, (None, 0))
+                if value is None and old is None:
+                    versions[key] = 0
+                    continue
+                values[key] = (value, current + 1)
+                versions[key] = current + 1 if value is not None else 0
+            return versions
 
     def close(self) -> None:
         """Nothing to release."""

@@ -34,8 +34,8 @@ from toolweave.formats import FORMATS, drop_optional_nulls, render, to_strict_sc
 from toolweave.formats._schema import resolve_ref
 
 if TYPE_CHECKING:
-    from toolweave.session import SyncSession
-    from toolweave.toolset import ToolEntry, ToolSet
+    from toolweave.runtime._session import SyncSession
+    from toolweave.catalog._toolset import ToolEntry, ToolSet
 
 __all__ = [
     "CHECKS",

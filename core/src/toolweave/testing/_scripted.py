@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from toolweave.errors import ErrorKind
 from toolweave.formats import parse_tool_calls, tool_result_messages
 from toolweave.formats._calls import ToolCall, _without_optional_nulls, provider
-from toolweave.stream import CallResult, Progress
+from toolweave.results import CallResult, Progress
 
 if TYPE_CHECKING:
-    from toolweave.session import Session
+    from toolweave.runtime._session import Session
 
 __all__ = ["ScriptedModel", "Step", "Transcript", "Turn", "step"]
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from toolweave.session import Session
+    from toolweave.runtime._session import Session
 
 __all__ = ["toolweave_session"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolweave import Context
-from toolweave.reminders import CallInfo, Reminder
+from toolweave.authoring import CallInfo, Reminder
 
 from toolweave_plan._todos import TodoParams, TodoState, TodoWrite, render_todos
 

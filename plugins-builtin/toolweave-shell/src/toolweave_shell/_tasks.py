@@ -29,7 +29,7 @@ import anyio.lowlevel
 from anyio.from_thread import run_sync as run_in_loop
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, ToolError
-from toolweave.notifications import Notification
+from toolweave.runtime import Notification
 
 from toolweave_shell._notify import EXECUTION_NOTIFICATIONS, end_notification
 from toolweave_shell._output import cap_text, omission_marker

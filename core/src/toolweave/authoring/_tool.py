@@ -24,11 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from toolweave.stream import Progress
+from toolweave.results import Progress
 
 if TYPE_CHECKING:
-    from toolweave.context import Context
-    from toolweave.reminders import Reminder
+    from toolweave.authoring._context import Context
+    from toolweave.authoring._reminders import Reminder
 
 __all__ = [
     "READ_ONLY_KINDS",
@@ -158,7 +158,7 @@ class Tool(Generic[ArgsT, OutputT]):
         capabilities: Read-only flag, scope, concurrency, blocking, default timeout.
         emitted_notifications: Names of the notifications the tool may emit.
         reminders: Tool-internal reminders (instances or classes of
-            :class:`~toolweave.reminders.Reminder`), active while the tool is in the set.
+            :class:`~toolweave.authoring._reminders.Reminder`), active while the tool is in the set.
         params: A pydantic model of the tool's configuration, or ``None``.
         state: The pydantic model (or a tuple of models) of the persisted runtime state
             the tool reads and writes through ``ctx.state``; ``None`` for none. Reading
@@ -280,7 +280,7 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 
 
 def _is_context_param(param: inspect.Parameter, hints: dict[str, Any]) -> bool:
-    from toolweave.context import Context
+    from toolweave.authoring._context import Context
 
     hint = hints.get(param.name)
     return hint is Context or param.name == "ctx"
@@ -292,14 +292,14 @@ Parameter = tuple[str, Any, Any, str | None]
 
 ArgsSpec = tuple[str, str, dict[str, Any], tuple[Parameter, ...] | None]
 """A function tool's ``Args``: model name, module, ``create_model`` fields, and the
-plain parameters when none uses ``Field(...)`` (see :mod:`toolweave._arguments`)."""
+plain parameters when none uses ``Field(...)`` (see :mod:`toolweave.catalog._arguments`)."""
 
 
 class _LazyArgs:
     """The ``Args`` model of a function tool, created from its signature on first access.
 
     Creating a pydantic model costs far more than the rest of :func:`tool`, and calls
-    and listings do without it (see :mod:`toolweave._arguments`): it is created when
+    and listings do without it (see :mod:`toolweave.catalog._arguments`): it is created when
     something asks for it, or for parameters only a model describes faithfully. The
     model replaces this descriptor on the tool class once created.
     """
@@ -329,7 +329,7 @@ class FunctionTool(Tool[Any, Any]):
     is_async: ClassVar[bool] = True
     args_spec: ClassVar[ArgsSpec | None] = None
     """How to create the ``Args`` model, and the plain parameters for a validator
-    without one (see :mod:`toolweave._arguments`)."""
+    without one (see :mod:`toolweave.catalog._arguments`)."""
     args_model = _LazyArgs()
 
 

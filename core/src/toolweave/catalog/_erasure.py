@@ -4,7 +4,7 @@ Everything that depends on the tool's types (argument parsing, output dumping, m
 text) is chosen once here; the dispatcher only calls the captured functions. Pydantic
 schemas and validators are built lazily, on first use, and then cached. ``@tool``
 functions are validated straight into their keyword arguments (a dict), by a validator
-composed without a model class where that is faithful (:mod:`toolweave._arguments`).
+composed without a model class where that is faithful (:mod:`toolweave.catalog._arguments`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any, final
 from pydantic import BaseModel, ConfigDict, RootModel, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
-from toolweave._arguments import compose, json_schema, kwargs_validator
+from toolweave.catalog._arguments import compose, json_schema, kwargs_validator
 from toolweave._threads import run_in_worker
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.tool import (
+from toolweave.authoring._tool import (
     READ_ONLY_KINDS,
     Capabilities,
     FunctionTool,
@@ -234,7 +234,7 @@ class ErasedTool:
     @property
     def args_model(self) -> type[BaseModel] | None:
         """The ``Args`` model (``None`` for JSON-only tools); read from the tool class on
-        first access when the class creates it lazily (see :func:`toolweave.tool`)."""
+        first access when the class creates it lazily (see :func:`toolweave.authoring._tool`)."""
         model = self._args_model
         if model is None and self._args_of is not None:
             model = self._args_model = self._args_of.args_model
@@ -318,7 +318,7 @@ class ErasedTool:
 
 def _plain_parameters(cls: type[FunctionTool]) -> tuple[str, tuple[Parameter, ...]] | None:
     """An ``@tool`` function's ``Args`` title and parameters, when none of them needs
-    the model (see :mod:`toolweave._arguments`)."""
+    the model (see :mod:`toolweave.catalog._arguments`)."""
     spec = cls.args_spec
     if spec is None or spec[3] is None:
         return None

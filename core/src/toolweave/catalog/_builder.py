@@ -6,21 +6,21 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, final
 
-from toolweave._build import ExternalTools, RemoteEntries, plan_build, raise_for
-from toolweave._erasure import ErasedTool, erase
+from toolweave.catalog._build import ExternalTools, RemoteEntries, plan_build, raise_for
+from toolweave.catalog._erasure import ErasedTool, erase
 from toolweave.errors import ConfigIssue
-from toolweave.registry import ExecutionRegistry
-from toolweave.reminders import (
+from toolweave.catalog._catalog import Catalog
+from toolweave.authoring._reminders import (
     Reminder,
     ToolReminder,
     register_reminder,
     register_tool_reminders,
 )
-from toolweave.tool import Tool
-from toolweave.toolset import ToolSet
+from toolweave.authoring._tool import Tool
+from toolweave.catalog._toolset import ToolSet
 
 if TYPE_CHECKING:
-    from toolweave.config import ToolSetConfig
+    from toolweave.catalog._config import ToolSetConfig
     from toolweave.plugins import PackManager
 
 __all__ = ["ToolSetBuilder"]
@@ -47,7 +47,7 @@ class ToolSetBuilder:
     """
 
     def __init__(self, *, packs: PackManager | None = None) -> None:
-        self.registry = ExecutionRegistry()
+        self.registry = Catalog()
         self.packs = packs
         self.origin = "host"
         """Origin recorded for registrations; the pack loader sets it per pack."""
@@ -77,7 +77,7 @@ class ToolSetBuilder:
 
         Raises:
             UsageError: Another reminder has the same id.
-            TypeError: The object is not a :class:`~toolweave.reminders.Reminder`.
+            TypeError: The object is not a :class:`~toolweave.authoring._reminders.Reminder`.
         """
         rem = register_reminder(self.reminders, reminder)
         self._reminder_origins[rem.id] = self.origin

@@ -29,7 +29,7 @@ from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import PydanticUndefined, SchemaValidator, core_schema
 
 if TYPE_CHECKING:
-    from toolweave.tool import Parameter
+    from toolweave.authoring._tool import Parameter
 
 __all__ = ["MISSING", "compose", "json_schema", "kwargs_validator"]
 

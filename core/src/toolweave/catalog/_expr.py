@@ -43,11 +43,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, final
 
 from toolweave.errors import ExpressionError
-from toolweave.tool import Kind
+from toolweave.authoring._tool import Kind
 
 if TYPE_CHECKING:
-    from toolweave._erasure import ErasedTool
-    from toolweave.toolset import ToolEntry
+    from toolweave.catalog._erasure import ErasedTool
+    from toolweave.catalog._toolset import ToolEntry
 
 __all__ = [
     "Expression",

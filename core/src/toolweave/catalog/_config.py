@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolweave.errors import ConfigError, ConfigIssue
-from toolweave.tool import Kind
+from toolweave.authoring._tool import Kind
 
 if TYPE_CHECKING:
-    from toolweave.builder import ToolSetBuilder
+    from toolweave.catalog._builder import ToolSetBuilder
     from toolweave.plugins import PackManager
 
-__all__ = ["Mode", "ToolConfig", "ToolSetConfig", "check"]
+__all__ = ["Mode", "ToolConfig", "ToolSetConfig", "read_config_file"]
 
 Mode = Literal["default", "read_only"]
 """Capability filter of a set: ``read_only`` keeps only tools that change nothing."""
@@ -297,7 +297,7 @@ class ToolSetConfig(BaseModel):
             ConfigError: The file cannot be read, has another suffix, does not parse,
                 or is not a valid configuration.
         """
-        return cls.from_dict(_read_config_file(path), source=str(path))
+        return cls.from_dict(read_config_file(path), source=str(path))
 
 
 def _parse_json(text: str | bytes, source: str) -> Any:
@@ -318,7 +318,7 @@ def _parse_toml(text: str, source: str) -> Any:
         ) from None
 
 
-def _read_config_file(path: str | Path) -> Any:
+def read_config_file(path: str | Path) -> Any:
     """The data of a ``.json`` or ``.toml`` configuration file, not yet validated.
 
     Raises:
@@ -354,33 +354,3 @@ def _read_config_file(path: str | Path) -> Any:
     if suffix == ".json":
         return _parse_json(text, str(file))
     return _parse_toml(text, str(file))
-
-
-def check(
-    path: str | Path | ToolSetConfig,
-    packs: PackManager | ToolSetBuilder | None = None,
-) -> list[ConfigIssue]:
-    """Every problem of a configuration against the installed (or given) packs.
-
-    Args:
-        path: A ``.json`` / ``.toml`` file, or an already loaded configuration.
-        packs: The packs to check against: a loaded :class:`~toolweave.PackManager`, a
-            builder holding registered tools, or ``None`` to discover the installed
-            packs.
-
-    Returns:
-        The problems, empty when the configuration builds. Deprecated versions are not
-        problems; they are reported as :class:`~toolweave.DeprecatedVersionWarning`.
-    """
-    from toolweave.builder import ToolSetBuilder
-    from toolweave.plugins import load_packs
-
-    try:
-        config = path if isinstance(path, ToolSetConfig) else _read_config_file(path)
-    except ConfigError as exc:
-        return list(exc.issues)
-    if isinstance(packs, ToolSetBuilder):
-        builder = packs
-    else:
-        builder = (packs if packs is not None else load_packs()).builder()
-    return builder.validate(config)

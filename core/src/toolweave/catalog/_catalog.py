@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import final
 
-from toolweave._erasure import ErasedTool
+from toolweave.catalog._erasure import ErasedTool
 from toolweave.errors import DuplicateToolError
 
-__all__ = ["ExecutionRegistry"]
+__all__ = ["Catalog"]
 
 
 @final
-class ExecutionRegistry:
+class Catalog:
     """Every registered tool, keyed by ``namespace:id`` and then by version.
 
     Registration order is kept: listings and default configurations follow it.

@@ -13,26 +13,26 @@ import anyio
 import anyio.from_thread
 from pydantic import ValidationError
 
-from toolweave._batch import CallLike, run_batch
-from toolweave._deadline import Running, Stopped, drive
-from toolweave._guards import Guard, check_guards
-from toolweave._outcomes import drain, error_result, failure, from_exception, stop_error
-from toolweave._sync import SyncSession
-from toolweave._toolstream import ProgressCallback, ToolStream
-from toolweave.context import CallRecord, Context
+from toolweave.runtime._batch import CallLike, run_batch
+from toolweave.runtime._deadline import Running, Stopped, drive
+from toolweave.runtime._guards import Guard, check_guards
+from toolweave.runtime._outcomes import drain, error_result, failure, from_exception, stop_error
+from toolweave.runtime._sync import SyncSession
+from toolweave.runtime._toolstream import ProgressCallback, ToolStream
+from toolweave.authoring._context import CallRecord, Context
 from toolweave.errors import ErrorKind, ToolError, UsageError
-from toolweave.notifications import Notification, Notifier
-from toolweave.reminders import CallInfo, apply_reminders
+from toolweave.runtime._notifications import Notification, Notifier
+from toolweave.authoring._reminders import CallInfo, apply_reminders
 from toolweave.resources import Resources, Workspace
 from toolweave.state import SessionState, SQLiteStateStore, StateStore, default_state_path
-from toolweave.stream import CallResult
-from toolweave.tool import Tool
-from toolweave.toolset import ToolEntry
+from toolweave.results import CallResult
+from toolweave.authoring._tool import Tool
+from toolweave.catalog._toolset import ToolEntry, set_session_factory
 
 if TYPE_CHECKING:
-    from toolweave._erasure import ErasedTool
-    from toolweave.reminders import Reminder
-    from toolweave.toolset import ToolSet
+    from toolweave.catalog._erasure import ErasedTool
+    from toolweave.authoring._reminders import Reminder
+    from toolweave.catalog._toolset import ToolSet
 
 __all__ = ["Session", "SyncSession", "ToolStream"]
 
@@ -234,7 +234,7 @@ class Session:
     def notifier(self) -> Notifier:
         """Where the session's notifications go: subscribe here.
 
-        A :class:`~toolweave.notifications.Notifier` from the resources when the host
+        A :class:`~toolweave.runtime._notifications.Notifier` from the resources when the host
         provided one (shared by its sessions), else the session's own.
         """
         notifier = self._notifier
@@ -361,7 +361,7 @@ class Session:
     def register_external(
         self, tool: ErasedTool, *, name: str | None = None, prefix: str | None = None
     ) -> ToolEntry:
-        """Add a JSON-only tool (see :func:`toolweave.external.external_tool`) at run time.
+        """Add a JSON-only tool (see :func:`toolweave.catalog._external.external_tool`) at run time.
 
         Every external tool's client-visible name is one prefix followed by its name,
         the prefix applied exactly once, here: ``prefix`` when given, else the set's
@@ -540,7 +540,7 @@ class Session:
         self, coro: Coroutine[Any, Any, Any], pending: Any, entry: ToolEntry, call_id: str | None
     ) -> Any:
         """Finish a call that suspended after its inline first step: under its
-        deadline, cancellable by id (see :mod:`toolweave._deadline`)."""
+        deadline, cancellable by id (see :mod:`toolweave.runtime._deadline`)."""
         timeout = self._timeout_for(entry)
         running = self._track(call_id, Running())
         try:
@@ -855,3 +855,6 @@ class Session:
         from toolweave.formats import run_tool_calls
 
         return await run_tool_calls(self, message, provider)
+
+
+set_session_factory(Session)

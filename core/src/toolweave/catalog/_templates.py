@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import final
 
 from toolweave.errors import ConfigError, ConfigIssue
-from toolweave.tool import Kind
+from toolweave.authoring._tool import Kind
 
 __all__ = ["TemplateProblem", "TemplateRenderer"]
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.stream import CallResult
+from toolweave.results import CallResult
 
 if TYPE_CHECKING:
-    from toolweave.session import Session
+    from toolweave.runtime._session import Session
 
 __all__ = ["CallLike", "ToolCallLike", "run_batch"]
 

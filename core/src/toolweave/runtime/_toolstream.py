@@ -11,9 +11,9 @@ import anyio
 import anyio.lowlevel
 from pydantic import ValidationError
 
-from toolweave._deadline import Running, Stopped, drive
-from toolweave._guards import check_guards
-from toolweave._outcomes import (
+from toolweave.runtime._deadline import Running, Stopped, drive
+from toolweave.runtime._guards import check_guards
+from toolweave.runtime._outcomes import (
     NOTHING,
     after_result,
     error_result,
@@ -21,15 +21,15 @@ from toolweave._outcomes import (
     no_result,
     stop_error,
 )
-from toolweave.context import Context
+from toolweave.authoring._context import Context
 from toolweave.errors import ToolError
-from toolweave.stream import CallResult, Progress
+from toolweave.results import CallResult, Progress
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from toolweave.session import Session
-    from toolweave.toolset import ToolEntry
+    from toolweave.runtime._session import Session
+    from toolweave.catalog._toolset import ToolEntry
 
 __all__ = ["ProgressCallback", "ToolStream"]
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from toolweave.errors import ErrorKind, ToolError
 
 if TYPE_CHECKING:
-    from toolweave.session import Session
-    from toolweave.toolset import ToolEntry
+    from toolweave.runtime._session import Session
+    from toolweave.catalog._toolset import ToolEntry
 
 __all__ = ["Guard", "check_guards", "read_only_guard"]
 

@@ -2,33 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
-from toolweave._erasure import (
+from toolweave.catalog._erasure import (
     ErasedTool,
     invalid_arguments,
     read_only_as,
     unreadable_arguments,
     validation_problems,
 )
-from toolweave._merge import BuildReport
-from toolweave.config import ToolSetConfig
+from toolweave.catalog._merge import BuildReport
+from toolweave.catalog._config import ToolSetConfig
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.tool import Kind
+from toolweave.authoring._tool import Kind
 
 if TYPE_CHECKING:
-    from toolweave._expr import SetView
+    from toolweave.catalog._expr import SetView
     from toolweave.plugins import PackManager
     from toolweave.resources import Resources
-    from toolweave.session import Session
-    from toolweave.templates import TemplateRenderer
+    from toolweave.runtime._session import Session
+    from toolweave.catalog._templates import TemplateRenderer
 
-__all__ = ["ToolDefinition", "ToolEntry", "ToolSet"]
+__all__ = ["ToolDefinition", "ToolEntry", "ToolSet", "set_session_factory"]
+
+_session_factory: Callable[..., Session]
+
+
+def set_session_factory(factory: Callable[..., Session]) -> None:
+    """Make :meth:`ToolSet.session` create sessions with ``factory``.
+
+    The runtime layer (above this one) installs :class:`~toolweave.Session` when it is
+    imported, which ``import toolweave`` always does; the catalogue never imports it.
+    """
+    global _session_factory
+    _session_factory = factory
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +308,7 @@ class ToolSet:
     def view(self) -> SetView:
         """The configured tools as dependency expressions see them (built once)."""
         if self._view is None:
-            from toolweave._expr import SetView
+            from toolweave.catalog._expr import SetView
 
             self._view = SetView.from_entries(self.entries)
         return self._view
@@ -309,7 +321,7 @@ class ToolSet:
                 (``template`` issues).
         """
         if self._renderer is None:
-            from toolweave.templates import TemplateRenderer
+            from toolweave.catalog._templates import TemplateRenderer
 
             self._renderer = TemplateRenderer.from_tools(
                 (e.tool.fqid, e.kind.value, e.name) for e in self.entries
@@ -364,6 +376,4 @@ class ToolSet:
         **options: Any,
     ) -> Session:
         """A new :class:`~toolweave.Session` over this set (see its arguments)."""
-        from toolweave.session import Session
-
-        return Session(self, session_id=session_id, resources=resources, **options)
+        return _session_factory(self, session_id=session_id, resources=resources, **options)

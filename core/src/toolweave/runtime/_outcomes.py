@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from toolweave._deadline import Running
-from toolweave._erasure import format_validation_error
+from toolweave.runtime._deadline import Running
+from toolweave.catalog._erasure import format_validation_error
 from toolweave.errors import ErrorKind, MissingResourceError, ToolError
-from toolweave.stream import CallResult, Progress
+from toolweave.results import CallResult, Progress
 
 if TYPE_CHECKING:
-    from toolweave.toolset import ToolEntry
+    from toolweave.catalog._toolset import ToolEntry
 
 __all__ = [
     "NOTHING",

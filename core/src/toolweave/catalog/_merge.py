@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from toolweave._erasure import ErasedTool
+    from toolweave.catalog._erasure import ErasedTool
 
 __all__ = ["BuildReport", "Candidate", "MergeResult", "SkippedEntry", "merge_layers"]
 

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolweave.tool import Lifecycle
+from toolweave.authoring._tool import Lifecycle
 
 if TYPE_CHECKING:
-    from toolweave._erasure import ErasedTool
+    from toolweave.catalog._erasure import ErasedTool
 
 __all__ = ["DeprecatedVersionWarning", "ToolweaveWarning", "choose_version", "version_key"]
 

@@ -21,19 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from toolweave._erasure import read_only_as
-from toolweave._expr import ExpressionError, SetView, ToolFacts, arg_fields, compile_expression
-from toolweave._merge import BuildReport, Candidate, SkippedEntry, merge_layers
-from toolweave._versions import DeprecatedVersionWarning, choose_version
-from toolweave.config import ToolConfig, ToolSetConfig, _config_issues, _parse_config
+from toolweave.catalog._erasure import read_only_as
+from toolweave.catalog._expr import ExpressionError, SetView, ToolFacts, arg_fields, compile_expression
+from toolweave.catalog._merge import BuildReport, Candidate, SkippedEntry, merge_layers
+from toolweave.catalog._versions import DeprecatedVersionWarning, choose_version
+from toolweave.catalog._config import ToolConfig, ToolSetConfig, _config_issues, _parse_config
 from toolweave.errors import ConfigError, ConfigIssue
-from toolweave.templates import TemplateProblem, TemplateRenderer, problem_issue
-from toolweave.tool import Kind
-from toolweave.toolset import ToolEntry
+from toolweave.catalog._templates import TemplateProblem, TemplateRenderer, problem_issue
+from toolweave.authoring._tool import Kind
+from toolweave.catalog._toolset import ToolEntry
 
 if TYPE_CHECKING:
-    from toolweave._erasure import ErasedTool
-    from toolweave.registry import ExecutionRegistry
+    from toolweave.catalog._erasure import ErasedTool
+    from toolweave.catalog._catalog import Catalog
 
 __all__ = ["BuildPlan", "ExternalTools", "RemoteEntries", "plan_build"]
 
@@ -125,7 +125,7 @@ def _refers_to(ref: str, fqid: str) -> bool:
 class _Planner:
     def __init__(
         self,
-        registry: ExecutionRegistry,
+        registry: Catalog,
         config: ToolSetConfig,
         reminders: Iterable[Any],
     ) -> None:
@@ -623,7 +623,7 @@ class _Planner:
 
 
 def plan_build(
-    registry: ExecutionRegistry,
+    registry: Catalog,
     config: ToolSetConfig | Mapping[str, Any] | None,
     *,
     external: ExternalTools = (),

@@ -10,10 +10,10 @@ from toolweave.errors import MissingResourceError, UsageError
 
 if TYPE_CHECKING:
     from toolweave.resources import Resources
-    from toolweave.session import Session
+    from toolweave.runtime._session import Session
     from toolweave.state import StateSlot
-    from toolweave.stream import CallResult
-    from toolweave.toolset import ToolEntry
+    from toolweave.results import CallResult
+    from toolweave.catalog._toolset import ToolEntry
 
 __all__ = ["Context"]
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolweave.errors import UsageError
-from toolweave.stream import CallResult
+from toolweave.results import CallResult
 
 if TYPE_CHECKING:
-    from toolweave._erasure import ErasedTool
-    from toolweave.context import Context
+    from toolweave.catalog._erasure import ErasedTool
+    from toolweave.authoring._context import Context
 
 __all__ = [
     "CallInfo",
