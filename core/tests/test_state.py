@@ -8,7 +8,8 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping
+import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,7 +26,13 @@ from toolweave import (
     Tool,
     ToolSetBuilder,
 )
-from toolweave.state import SCHEMA_VERSION, default_state_path, state_key
+from toolweave.state import (
+    SCHEMA_VERSION,
+    StateConflict,
+    StoredState,
+    default_state_path,
+    state_key,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -93,12 +100,18 @@ class CountingStore:
         self.inner = MemoryStateStore()
         self.saves: list[dict[str, str | None]] = []
 
-    def load(self, session_id: str) -> dict[str, str]:
-        return self.inner.load(session_id)
+    def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
+        return self.inner.load(session_id, keys)
 
-    def save(self, session_id: str, changes: Mapping[str, str | None]) -> None:
+    def save(
+        self,
+        session_id: str,
+        changes: Mapping[str, str | None],
+        *,
+        expected: Mapping[str, int] | None = None,
+    ) -> dict[str, int]:
         self.saves.append(dict(changes))
-        self.inner.save(session_id, changes)
+        return self.inner.save(session_id, changes, expected=expected)
 
     def close(self) -> None:
         self.inner.close()
@@ -255,7 +268,6 @@ async def test_corrupt_store_is_quarantined_and_the_session_works(
 @pytest.mark.parametrize(
     ("app_id", "version", "reason"),
     [
-        (0x54574541, SCHEMA_VERSION + 1, f"unknown schema version {SCHEMA_VERSION + 1}"),
         (0x1234, SCHEMA_VERSION, "not a toolweave state store"),
         (0, 0, "tables of another application"),
     ],
@@ -263,8 +275,7 @@ async def test_corrupt_store_is_quarantined_and_the_session_works(
 def test_unknown_schema_is_quarantined(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, app_id: int, version: int, reason: str
 ) -> None:
-    """A database of an unknown schema version, or of another application, is moved
-    aside with a warning naming the reason."""
+    """A database of another application is moved aside with a warning naming the reason."""
     path = tmp_path / "state.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE other (x)")
@@ -278,7 +289,7 @@ def test_unknown_schema_is_quarantined(
         assert reason in caplog.text
         assert len(list(tmp_path.glob("state.db.corrupt-*"))) == 1
         store.save("s", {"k": "1"})
-        assert store.load("s") == {"k": "1"}
+        assert store.load("s") == {"k": StoredState("1", 1)}
     finally:
         store.close()
 
@@ -290,7 +301,7 @@ def test_store_file_layout(tmp_path: Path) -> None:
         store.save("a", {"x": "1", "y": "2"})
         store.save("a", {"x": "3", "y": None})
         store.save("b", {"x": "9"})
-        assert store.load("a") == {"x": "3"}
+        assert store.load("a") == {"x": StoredState("3", 2)}
         assert store.load("missing") == {}
     finally:
         store.close()
@@ -313,7 +324,7 @@ async def test_stored_state_that_no_longer_fits_starts_from_defaults(
     with caplog.at_level(logging.WARNING, logger="toolweave"):
         assert (await session.call("add", {"n": 1})).text == "1"
     assert "does not fit Tally" in caplog.text
-    assert store.load("s") == {"test.tally": '{"items":[1],"reads":0}'}
+    assert store.load("s") == {"test.tally": StoredState('{"items":[1],"reads":0}', 2)}
 
 
 async def test_unopenable_store_keeps_state_in_memory(
@@ -356,3 +367,315 @@ def test_sessions_that_use_no_state_create_no_file(tmp_path: Path) -> None:
 
     assert anyio.run(main) == "4"
     assert not (tmp_path / ".toolweave").exists()
+
+
+# -- versions and compare-and-set (every store) -------------------------------------------
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """Each store implementation, fresh."""
+    made: Any = (
+        MemoryStateStore() if request.param == "memory" else SQLiteStateStore(tmp_path / "cas.db")
+    )
+    yield made
+    made.close()
+
+
+def test_save_is_a_compare_and_set_over_all_its_keys(store: StateStore) -> None:
+    """A save whose expected versions are stale stores nothing and names what is stored;
+    versions count writes and never go back, not even after a delete."""
+    assert store.save("s", {"a": "1", "b": "1"}, expected={"a": 0, "b": 0}) == {"a": 1, "b": 1}
+    assert store.save("s", {"a": "2"}, expected={"a": 1}) == {"a": 2}
+    with pytest.raises(StateConflict) as caught:
+        store.save("s", {"a": "x", "b": "x"}, expected={"a": 1, "b": 1})
+    assert caught.value.current == {"a": StoredState("2", 2)}
+    assert store.load("s") == {"a": StoredState("2", 2), "b": StoredState("1", 1)}
+    with pytest.raises(StateConflict):
+        store.save("s", {"c": "1"}, expected={"c": 1})
+    assert store.save("s", {"b": None}, expected={"b": 1}) == {"b": 0}
+    assert store.load("s", ["b"]) == {}
+    with pytest.raises(StateConflict) as caught:
+        store.save("s", {"b": "stale"}, expected={"b": 1})
+    assert caught.value.current == {"b": None}
+    assert store.save("s", {"b": "again"}, expected={"b": 0}) == {"b": 3}
+    assert store.load("s", ["a", "b", "zz"]) == {
+        "a": StoredState("2", 2),
+        "b": StoredState("again", 3),
+    }
+    assert store.save("s", {"a": "unconditional"}) == {"a": 3}
+
+
+async def test_a_call_starts_from_what_another_session_saved() -> None:
+    """A session's next call sees what another session (another process, here a second
+    session on one store) saved since its last call, instead of overwriting it."""
+    shared = MemoryStateStore()
+    ts = toolset()
+    one = ts.session(state_store=shared, session_id="same")
+    two = ts.session(state_store=shared, session_id="same")
+    assert (await one.call("add", {"n": 1})).text == "1"
+    assert (await two.call("add", {"n": 2})).text == "2"
+    assert (await one.call("add", {"n": 3})).text == "3"
+    assert one.state.get(Tally).items == [1, 2, 3]
+    assert json.loads(shared.load("same")["test.tally"].value)["items"] == [1, 2, 3]
+
+
+class Slow(Tool[Add, str]):
+    """Appends after waiting for the test's go-ahead (another writer saves meanwhile)."""
+
+    id = "slow"
+    state = Tally
+    read: ClassVar[anyio.Event]
+    go: ClassVar[anyio.Event]
+
+    async def run(self, ctx: Context, args: Add) -> str:
+        """Read, wait for the go-ahead, write."""
+        tally = ctx.state(Tally)
+        items = list(tally.items)
+        Slow.read.set()
+        await Slow.go.wait()
+        tally.items = [*items, args.n]
+        return "appended"
+
+
+async def test_a_save_after_another_writer_is_refused_reported_and_reloaded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """When another writer saves the key while a call runs, the call's save is refused
+    (the other update is kept, not overwritten), logged, returned by persist, and the
+    live instance is reloaded in place."""
+    shared = MemoryStateStore()
+    builder = ToolSetBuilder()
+    builder.add_all([AddTool, Slow])
+    ts = builder.build()
+    one = ts.session(state_store=shared, session_id="same")
+    two = ts.session(state_store=shared, session_id="same")
+    await one.call("add", {"n": 1})
+    live = one.state.get(Tally)
+    Slow.read, Slow.go = anyio.Event(), anyio.Event()
+    with caplog.at_level(logging.WARNING, logger="toolweave"):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one.call, "slow", {"n": 2})
+            await Slow.read.wait()
+            assert (await two.call("add", {"n": 3})).text == "2"
+            Slow.go.set()
+    assert "was changed by another writer" in caplog.text
+    assert json.loads(shared.load("same")["test.tally"].value)["items"] == [1, 3]
+    assert one.state.get(Tally) is live
+    assert live.items == [1, 3]
+    live.items.append(9)
+    conflict = await two.state.persist_all()
+    assert conflict is None
+    two.state.get(Tally).items.append(4)
+    conflict = await two.state.persist_all()
+    assert conflict is None
+    one.state.get(Tally).items.append(5)
+    conflict = await one.state.persist_all()
+    assert isinstance(conflict, StateConflict)
+    assert conflict.current["test.tally"] is not None
+
+
+async def test_update_reapplies_its_function_after_a_conflict() -> None:
+    """session.state.update reloads and applies its function again when another writer
+    saved in between, so neither update is lost."""
+    shared = MemoryStateStore()
+    ts = toolset()
+    one = ts.session(state_store=shared, session_id="same")
+    two = ts.session(state_store=shared, session_id="same")
+    await one.state.update(Tally, lambda t: t.items.append(1))
+    applied: list[list[int]] = []
+
+    def append_two(tally: Tally) -> None:
+        applied.append(list(tally.items))
+        if len(applied) == 1:  # another writer saves while this update runs
+            shared.save("same", {"test.tally": '{"items":[1,3],"reads":0}'})
+        tally.items.append(2)
+
+    saved = await one.state.update(Tally, append_two)
+    assert applied == [[1], [1, 3]]
+    assert saved.items == [1, 3, 2]
+    assert json.loads(shared.load("same")["test.tally"].value)["items"] == [1, 3, 2]
+    replaced = await two.state.update(Tally, lambda t: Tally(items=[*t.items, 4]))
+    assert replaced.items == [1, 3, 2, 4]
+
+
+# -- several processes --------------------------------------------------------------------
+
+OPEN_RACE_CHILD = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from toolweave.state import SQLiteStateStore
+
+    me = sys.argv[1]
+    for line in sys.stdin:
+        folder = Path(line.strip())
+        try:
+            store = SQLiteStateStore(folder / "state.db")
+            store.save("s", {me: "1"})
+            store.close()
+            print("ok", flush=True)
+        except Exception as exc:
+            print(f"error {type(exc).__name__}: {exc}".replace("\\n", " "), flush=True)
+    """
+)
+
+
+def test_two_processes_creating_a_store_at_once_never_move_it_aside(tmp_path: Path) -> None:
+    """Two processes open a fresh store at the same moment, round after round: neither
+    takes the other's half-created file for a foreign one, and both writes are kept."""
+    script = tmp_path / "opener.py"
+    script.write_text(OPEN_RACE_CHILD)
+    children = [
+        subprocess.Popen(
+            [sys.executable, str(script), name],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("a", "b")
+    ]
+    rounds, started = 0, time.monotonic()
+    try:
+        while rounds < 300 and time.monotonic() - started < 60:
+            folder = tmp_path / f"round-{rounds}"
+            folder.mkdir()
+            for child in children:
+                assert child.stdin is not None
+                child.stdin.write(f"{folder}\n")
+            for child in children:
+                assert child.stdin is not None
+                child.stdin.flush()
+            answers = [child.stdout.readline().strip() for child in children if child.stdout]
+            assert answers == ["ok", "ok"], (rounds, answers)
+            assert not list(folder.glob("state.db.corrupt-*")), rounds
+            conn = sqlite3.connect(folder / "state.db")
+            try:
+                keys = {k for (k,) in conn.execute("SELECT key FROM state")}
+            finally:
+                conn.close()
+            assert keys == {"a", "b"}, rounds
+            rounds += 1
+    finally:
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.close()
+            child.wait(timeout=30)
+            if child.stdout is not None:
+                child.stdout.close()
+    assert rounds >= 50
+
+
+UPDATE_CHILD = textwrap.dedent(
+    """
+    import logging
+    import sys
+    from typing import ClassVar
+
+    import anyio
+    import anyio.lowlevel
+    from pydantic import BaseModel
+    from toolweave import Context, Tool, ToolSetBuilder
+
+    class Tally(BaseModel):
+        state_key: ClassVar[str] = "test.tally"
+        items: list[int] = []
+
+    class Add(BaseModel):
+        n: int
+
+    class AddTool(Tool[Add, str]):
+        id = "add"
+        state = Tally
+
+        async def run(self, ctx: Context, args: Add) -> str:
+            tally = ctx.state(Tally)
+            items = list(tally.items)
+            await anyio.lowlevel.checkpoint()
+            tally.items = [*items, args.n]
+            return "ok"
+
+    class Conflicts(logging.Handler):
+        count = 0
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if "changed by another writer" in record.getMessage():
+                Conflicts.count += 1
+
+    logging.getLogger("toolweave").addHandler(Conflicts())
+
+    async def main(workspace: str, mode: str, first: int) -> None:
+        builder = ToolSetBuilder()
+        builder.add(AddTool)
+        session = builder.build().session(workspace=workspace, session_id="shared")
+        session.state.get(Tally)  # open the store before the start signal
+        print("ready", flush=True)
+        sys.stdin.readline()
+        refused = []
+        for n in range(first, first + 100):
+            if mode == "update":
+                await session.state.update(Tally, lambda t, n=n: t.items.append(n))
+            else:
+                before = Conflicts.count
+                await session.call("add", {"n": n})
+                if Conflicts.count != before:
+                    refused.append(n)
+        print(" ".join(map(str, refused)), flush=True)
+
+    anyio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    """
+)
+
+
+def _two_writers(tmp_path: Path, mode: str) -> tuple[list[int], set[int]]:
+    """Run two processes that each make 100 updates of one session's Tally at the same
+    time; return what the file holds and the updates reported as refused."""
+    script = tmp_path / "writer.py"
+    script.write_text(UPDATE_CHILD)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    children = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(workspace), mode, str(first)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for first in (0, 100)
+    ]
+    refused: set[int] = set()
+    try:
+        for child in children:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "ready"
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        for child in children:
+            out, _ = child.communicate(timeout=120)
+            assert child.returncode == 0
+            refused.update(int(n) for n in out.split())
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    return stored(workspace, "shared")["test.tally"]["items"], refused
+
+
+def test_two_processes_updating_one_session_keep_all_200_updates(tmp_path: Path) -> None:
+    """Two processes each make 100 read-modify-write updates through session.state.update
+    at the same time: all 200 are kept."""
+    items, refused = _two_writers(tmp_path, "update")
+    assert refused == set()
+    assert sorted(items) == list(range(200))
+
+
+def test_two_processes_calling_tools_lose_no_update_silently(tmp_path: Path) -> None:
+    """Two processes each make 100 tool calls that update one session's state: every
+    update is either kept or refused with a conflict warning, never silently lost."""
+    items, refused = _two_writers(tmp_path, "call")
+    assert len(items) == len(set(items))
+    assert set(items) | refused == set(range(200))
+    assert not set(items) & refused

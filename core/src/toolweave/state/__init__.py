@@ -24,6 +24,25 @@ hold up the tools that start or stop what it waits for) declares
 It promises to change the state only between two awaits: never read a value, await,
 and write back what it read (an update in between would be lost).
 
+**Several processes (or sessions) on one session id.** Every stored key has a version,
+and a session saves with a compare-and-set on the version it read: it never silently
+overwrites a write it has not seen (the :class:`StateStore` guarantee, which every store
+keeps). What that means for a tool's read-modify-write:
+
+* A call that holds a model's lock starts from the latest stored state: the first
+  access to the model after an earlier call used it checks the stored version and
+  loads another writer's change into the live instance.
+* If another writer saves the key while the call runs, the call's save is refused:
+  the session reloads the key (the other writer's update is kept), logs a warning and
+  :meth:`SessionState.persist` returns the :class:`StateConflict`. The call's own
+  change to that state is dropped, never half-applied.
+* :meth:`SessionState.update` (``await session.state.update(TodoState, fn)``) applies a
+  function under the model's lock and, on a conflict, reloads and applies it again:
+  two processes each making 100 updates this way keep all 200.
+
+Calls of ``state_access = "shared"`` tools take no lock, so they get the same
+protection at save time but no re-read at their start beyond the one above.
+
 The default store is :class:`SQLiteStateStore` in ``<workspace>/.toolweave/state.db``;
 hosts pass another :class:`StateStore` to the session (``state_store=``) or put one into
 the shared resources.
@@ -31,15 +50,23 @@ the shared resources.
 
 from toolweave.state._session import SessionState, StateSlot
 from toolweave.state._sqlite import SCHEMA_VERSION, SQLiteStateStore, default_state_path
-from toolweave.state._store import MemoryStateStore, StateStore, state_key
+from toolweave.state._store import (
+    MemoryStateStore,
+    StateConflict,
+    StateStore,
+    StoredState,
+    state_key,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
     "MemoryStateStore",
     "SQLiteStateStore",
     "SessionState",
+    "StateConflict",
     "StateSlot",
     "StateStore",
+    "StoredState",
     "default_state_path",
     "state_key",
 ]

@@ -9,41 +9,54 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import final
+
+from toolweave.state._lockfile import exclusive
+from toolweave.state._store import StateConflict, StoredState
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStateStore", "default_state_path"]
 
 logger = logging.getLogger("toolweave")
 
-SCHEMA_VERSION = 1
-"""The layout this code reads and writes (``PRAGMA user_version``)."""
+SCHEMA_VERSION = 2
+"""The layout this code reads and writes (``PRAGMA user_version``). Version 1 had no
+``version`` column; it is migrated in place when opened."""
 
 APPLICATION_ID = 0x54574541
 """Marks the file as a toolweave state store (``PRAGMA application_id``, "TWEA")."""
 
 _DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS state (
+_TABLE = """
+CREATE TABLE {name} (
     session_id TEXT NOT NULL,
     key TEXT NOT NULL,
-    value TEXT NOT NULL,
+    value TEXT,
+    version INTEGER NOT NULL,
     updated REAL NOT NULL,
     PRIMARY KEY (session_id, key)
 ) WITHOUT ROWID
 """
+"""``value`` is NULL for a deleted key: the row keeps its version, which never goes back."""
+
+_V1_COLUMNS = frozenset({"session_id", "key", "value", "updated"})
+_COLUMNS = _V1_COLUMNS | {"version"}
 
 _UPSERT = (
-    "INSERT INTO state (session_id, key, value, updated) VALUES (?, ?, ?, ?) "
+    "INSERT INTO state (session_id, key, value, version, updated) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, "
-    "updated = excluded.updated"
+    "version = excluded.version, updated = excluded.updated"
 )
 
 
 class _Unusable(Exception):
-    """The file is a database, but not one this code can use."""
+    """The file is a database, but not one of ours (or not one this code can use)."""
+
+
+class _NewerStore(Exception):
+    """The file is ours, written by a newer toolweave: never moved aside, not opened."""
 
 
 def _is_damage(exc: BaseException) -> bool:
@@ -66,6 +79,12 @@ def _close_quietly(holder: list[sqlite3.Connection | None]) -> None:
             conn.close()
 
 
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+
+
 def default_state_path(workspace: Path) -> Path:
     """Where a workspace's state lives: ``<workspace>/.toolweave/state.db``."""
     return workspace / ".toolweave" / "state.db"
@@ -79,15 +98,21 @@ _shared_lock = threading.Lock()
 class SQLiteStateStore:
     """State in one SQLite file (stdlib ``sqlite3``), in WAL mode.
 
-    Each :meth:`save` is one transaction (``BEGIN IMMEDIATE`` … ``COMMIT``), so
-    processes sharing the file never see half a save. ``synchronous=NORMAL``: a commit
-    survives a crash of the process; the last commits may be lost on power loss.
+    Each :meth:`save` is one transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) that checks
+    the expected versions and writes, so processes sharing the file never see half a
+    save and never overwrite one another's writes unseen (see
+    :class:`~toolweave.state.StateStore`). ``synchronous=NORMAL``: a commit survives a
+    crash of the process; the last commits may be lost on power loss.
 
-    A file that is not a SQLite database, is damaged, or has a schema version this code
-    does not know is moved aside (renamed ``state.db.corrupt-<UTC time>``, with its
-    ``-wal``/``-shm`` files) with a warning in the ``toolweave`` log, and the store
-    starts empty; the host never crashes on it. Errors that are not about the file's
-    content (a read-only folder, a lock held too long) are raised.
+    Opening, creating, migrating and moving aside happen while holding a lock file
+    (``state.db.lock`` beside the database), so a process never judges a file another
+    one is creating. A file that is not a SQLite database, is damaged, or belongs to
+    another application is moved aside (renamed ``state.db.corrupt-<UTC time>``, with
+    its ``-wal``/``-shm`` files) with a warning in the ``toolweave`` log, and the store
+    starts empty; the host never crashes on it. A file of ours that a newer toolweave
+    wrote is left alone and not opened (an error is raised; a session then keeps its
+    state in memory). Errors that are not about the file's content (a read-only folder,
+    a lock held too long) are raised.
 
     Args:
         path: The database file; its folder is created when missing.
@@ -99,15 +124,11 @@ class SQLiteStateStore:
         self.busy_timeout = busy_timeout
         self._lock = threading.Lock()
         self._holder: list[sqlite3.Connection | None] = [None]
+        self._identity: tuple[int, int] | None = None
         self._finalizer = weakref.finalize(self, _close_quietly, self._holder)
         self._prepare_folder()
-        try:
-            self._holder[0] = self._connect()
-        except Exception as exc:
-            if not _is_damage(exc):
-                raise
-            self._quarantine(str(exc))
-            self._holder[0] = self._connect()
+        with exclusive(self._lock_path, busy_timeout):
+            self._holder[0] = self._open_locked()
 
     @classmethod
     def shared(cls, path: str | Path) -> SQLiteStateStore:
@@ -123,7 +144,11 @@ class SQLiteStateStore:
     def __repr__(self) -> str:
         return f"<SQLiteStateStore {str(self.path)!r}>"
 
-    # -- opening ------------------------------------------------------------------
+    # -- opening (always under the lock file) ------------------------------------------
+
+    @property
+    def _lock_path(self) -> Path:
+        return self.path.with_name(f"{self.path.name}.lock")
 
     def _prepare_folder(self) -> None:
         folder = self.path.parent
@@ -134,6 +159,15 @@ class SQLiteStateStore:
                 ignore.write_text("# Created by toolweave: runtime state, not source.\n*\n")
         else:
             folder.mkdir(parents=True, exist_ok=True)
+
+    def _open_locked(self) -> sqlite3.Connection:
+        try:
+            return self._connect()
+        except Exception as exc:
+            if not _is_damage(exc):
+                raise
+            self._quarantine(str(exc))
+            return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -146,42 +180,71 @@ class SQLiteStateStore:
             self._check_or_create(conn)
             conn.execute("PRAGMA journal_mode=WAL").fetchone()
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("SELECT 1 FROM state LIMIT 1").fetchall()
+            conn.execute("SELECT version FROM state LIMIT 1").fetchall()
+            stat = os.stat(self.path)
         except BaseException:
             conn.close()
             raise
+        self._identity = (stat.st_dev, stat.st_ino)
         return conn
 
     def _check_or_create(self, conn: sqlite3.Connection) -> None:
         app_id, version = self._header(conn)
-        if app_id == 0 and version == 0:
+        if (app_id, version) != (APPLICATION_ID, SCHEMA_VERSION):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 app_id, version = self._header(conn)  # another process may have won
-                if app_id == 0 and version == 0:
-                    (tables,) = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                    if tables:
-                        raise _Unusable("it holds tables of another application")
-                    conn.execute(_SCHEMA)
-                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                if (app_id, version) == (0, 0) or (
+                    app_id == APPLICATION_ID and version < SCHEMA_VERSION
+                ):
+                    self._install(conn)
                     app_id, version = APPLICATION_ID, SCHEMA_VERSION
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
         if app_id != APPLICATION_ID:
             raise _Unusable(f"it is not a toolweave state store (application id {app_id:#x})")
         if version != SCHEMA_VERSION:
-            raise _Unusable(
-                f"unknown schema version {version} (this toolweave reads version {SCHEMA_VERSION})"
+            raise _NewerStore(
+                f"state store {self.path} has schema version {version}, written by a newer "
+                f"toolweave (this one reads version {SCHEMA_VERSION}); it was left as it is"
             )
 
     @staticmethod
     def _header(conn: sqlite3.Connection) -> tuple[int, int]:
-        (app_id,) = conn.execute("PRAGMA application_id").fetchone()
-        (version,) = conn.execute("PRAGMA user_version").fetchone()
-        return int(app_id), int(version)
+        """Both header fields in one statement, so one snapshot (never half a creation)."""
+        row = conn.execute("SELECT * FROM pragma_application_id, pragma_user_version").fetchone()
+        return int(row[0]), int(row[1])
+
+    @staticmethod
+    def _install(conn: sqlite3.Connection) -> None:
+        """Create the table, or bring ours up to date; then mark the file (in the caller's
+        transaction). A file whose only table is our ``state`` table is ours, even if
+        unmarked; any other table means the file belongs to another application."""
+        tables = {
+            str(name)
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+        if tables - {"state"}:
+            raise _Unusable("it holds tables of another application")
+        columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(state)")}
+        if not tables:
+            conn.execute(_TABLE.format(name="state"))
+        elif columns == _V1_COLUMNS:
+            conn.execute(_TABLE.format(name="state_v2"))
+            conn.execute(
+                "INSERT INTO state_v2 (session_id, key, value, version, updated) "
+                "SELECT session_id, key, value, 1, updated FROM state"
+            )
+            conn.execute("DROP TABLE state")
+            conn.execute("ALTER TABLE state_v2 RENAME TO state")
+        elif columns != _COLUMNS:
+            raise _Unusable(f"its state table has unknown columns {sorted(columns)}")
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _quarantine(self, reason: str) -> Path:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -191,9 +254,8 @@ class SQLiteStateStore:
             n += 1
             target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{n}")
         for suffix in ("", "-wal", "-shm"):
-            source = Path(f"{self.path}{suffix}")
-            if source.exists():
-                os.replace(source, f"{target}{suffix}")
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(f"{self.path}{suffix}", f"{target}{suffix}")
         logger.warning(
             "state store %s is unusable (%s); moved it to %s and starting with empty state",
             self.path,
@@ -203,9 +265,19 @@ class SQLiteStateStore:
         return target
 
     def _recover(self, reason: str) -> sqlite3.Connection:
+        """After damage showed on the open connection: move the file aside, but only if
+        the path still names the file that failed (another process may have replaced it
+        already), and reconnect."""
+        failed = self._identity
         _close_quietly(self._holder)
-        self._quarantine(reason)
-        conn = self._connect()
+        with exclusive(self._lock_path, self.busy_timeout):
+            try:
+                stat = os.stat(self.path)
+            except FileNotFoundError:
+                stat = None
+            if stat is not None and (stat.st_dev, stat.st_ino) == failed:
+                self._quarantine(reason)
+            conn = self._open_locked()
         self._holder[0] = conn
         return conn
 
@@ -217,59 +289,95 @@ class SQLiteStateStore:
 
     # -- the interface --------------------------------------------------------------
 
-    def load(self, session_id: str) -> dict[str, str]:
+    def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
         """See :meth:`~toolweave.state.StateStore.load`."""
-        with self._lock:
-            try:
-                rows = (
-                    self._conn()
-                    .execute("SELECT key, value FROM state WHERE session_id = ?", (session_id,))
-                    .fetchall()
-                )
-            except sqlite3.DatabaseError as exc:
-                if not _is_damage(exc):
-                    raise
-                self._recover(str(exc))
+        sql = "SELECT key, value, version FROM state WHERE session_id = ? AND value IS NOT NULL"
+        params: list[str] = [session_id]
+        if keys is not None:
+            if not keys:
                 return {}
-        return {str(k): str(v) for k, v in rows}
-
-    def save(self, session_id: str, changes: Mapping[str, str | None]) -> None:
-        """See :meth:`~toolweave.state.StateStore.save`. One transaction; a damaged file is
-        moved aside and the changes are written to a fresh one."""
-        if not changes:
-            return
-        now = time.time()
-        upserts = [(session_id, k, v, now) for k, v in changes.items() if v is not None]
-        deletes = [(session_id, k) for k, v in changes.items() if v is None]
+            params.extend(keys)
+            sql += f" AND key IN ({', '.join('?' * len(keys))})"
         with self._lock:
             conn = self._conn()
             for attempt in (1, 2):
                 try:
-                    self._write(conn, upserts, deletes)
-                    return
+                    rows = conn.execute(sql, params).fetchall()
+                    break
                 except sqlite3.DatabaseError as exc:
                     if attempt == 2 or not _is_damage(exc):
                         raise
                     conn = self._recover(str(exc))
+        return {str(k): StoredState(str(v), int(n)) for k, v, n in rows}
+
+    def save(
+        self,
+        session_id: str,
+        changes: Mapping[str, str | None],
+        *,
+        expected: Mapping[str, int] | None = None,
+    ) -> dict[str, int]:
+        """See :meth:`~toolweave.state.StateStore.save`: one ``BEGIN IMMEDIATE``
+        transaction that checks the versions and writes. A damaged file is moved aside
+        and the save is tried once more on a fresh one (where expected versions above 0
+        then conflict)."""
+        if not changes:
+            return {}
+        with self._lock:
+            conn = self._conn()
+            for attempt in (1, 2):
+                try:
+                    return self._write(conn, session_id, changes, expected or {})
+                except sqlite3.DatabaseError as exc:
+                    if attempt == 2 or not _is_damage(exc):
+                        raise
+                    conn = self._recover(str(exc))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
     def _write(
         conn: sqlite3.Connection,
-        upserts: list[tuple[str, str, str, float]],
-        deletes: list[tuple[str, str]],
-    ) -> None:
+        session_id: str,
+        changes: Mapping[str, str | None],
+        expected: Mapping[str, int],
+    ) -> dict[str, int]:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if upserts:
-                conn.executemany(_UPSERT, upserts)
-            if deletes:
-                conn.executemany("DELETE FROM state WHERE session_id = ? AND key = ?", deletes)
+            current: dict[str, tuple[str | None, int]] = {}
+            for key in {*changes, *expected}:
+                row = conn.execute(
+                    "SELECT value, version FROM state WHERE session_id = ? AND key = ?",
+                    (session_id, key),
+                ).fetchone()
+                if row is not None:
+                    current[key] = (row[0], int(row[1]))
+            conflicts: dict[str, StoredState | None] = {}
+            for key, want in expected.items():
+                value, version = current.get(key, (None, 0))
+                if (version if value is not None else 0) != want:
+                    conflicts[key] = None if value is None else StoredState(value, version)
+            if conflicts:
+                raise StateConflict(session_id, conflicts)
+            now = time.time()
+            versions: dict[str, int] = {}
+            for key, new in changes.items():
+                old, version = current.get(key, (None, 0))
+                if new is None:
+                    versions[key] = 0
+                    if old is not None:
+                        conn.execute(
+                            "UPDATE state SET value = NULL, version = ?, updated = ? "
+                            "WHERE session_id = ? AND key = ?",
+                            (version + 1, now, session_id, key),
+                        )
+                    continue
+                conn.execute(_UPSERT, (session_id, key, new, version + 1, now))
+                versions[key] = version + 1
             conn.execute("COMMIT")
         except BaseException:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
+        return versions
 
     def close(self) -> None:
         """Close the database connection."""

@@ -65,9 +65,7 @@ class StateStore(Protocol):
     so with a class attribute ``blocking = False``; its saves then run in the event loop.
     """
 
-    def load(
-        self, session_id: str, keys: Collection[str] | None = None
-    ) -> dict[str, StoredState]:
+    def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
         """The stored values of ``session_id`` (only ``keys``, when given), by key; keys
         that are not stored are left out. One consistent read."""
         ...
@@ -127,9 +125,7 @@ class MemoryStateStore:
         self._data: dict[str, dict[str, tuple[str | None, int]]] = {}
         self._lock = threading.Lock()
 
-    def load(
-        self, session_id: str, keys: Collection[str] | None = None
-    ) -> dict[str, StoredState]:
+    def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
         """See :meth:`StateStore.load`."""
         with self._lock:
             values = self._data.get(session_id, {})
