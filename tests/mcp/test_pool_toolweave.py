@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ async def test_pool_over_toolweave_stdio_server(
     demo_server: Callable[..., Any],
     eventually: Callable[..., Awaitable[None]],
 ) -> None:
-    """Names, structured output, errors, progress and run-time tool changes cross the wire."""
+    """Names, structured output, errors with their kinds, progress and run-time tool changes
+    cross the wire."""
     session = host_session()
     async with MCPPool(session, {"demo": demo_server()}) as pool:
         assert pool.servers["demo"].protocol_version == "2026-07-28"
@@ -32,6 +34,10 @@ async def test_pool_over_toolweave_stdio_server(
         failed = await session.call("mcp__demo__fail", {"message": "x"})
         assert failed.error is not None
         assert (failed.error.kind, failed.text) == ("execution_error", "failed on purpose: x")
+        for kind in ("permission_denied", "not_found", "rate_limited"):
+            denied = await session.call("mcp__demo__fail", {"message": "no", "kind": kind})
+            assert denied.error is not None
+            assert (denied.error.kind, denied.text) == (kind, "failed on purpose: no")
 
         items = [i async for i in session.stream("mcp__demo__countdown", {"steps": 2})]
         assert [i.message for i in items if isinstance(i, Progress)] == ["step 1/2", "step 2/2"]
@@ -50,7 +56,8 @@ async def test_pool_over_toolweave_stdio_server(
 async def test_pool_over_toolweave_http_server(
     host_session: Callable[..., Session], demo_http: str
 ) -> None:
-    """A streamable-HTTP server on loopback joins the session like a stdio one."""
+    """A streamable-HTTP server on loopback joins the session like a stdio one; error kinds
+    cross it in both protocol eras."""
     session = host_session()
     config = ServerConfig(type="http", url=demo_http, headers={"X-Test": "1"})
     legacy = ServerConfig(type="http", url=demo_http, mode="legacy")
@@ -59,6 +66,13 @@ async def test_pool_over_toolweave_http_server(
         assert pool.servers["old"].protocol_version == "2025-11-25"
         assert (await session.call("mcp__web__echo", {"text": "over http"})).text == "over http"
         assert (await session.call("mcp__old__add", {"a": 2, "b": 2})).output == {"sum": 4}
+        for sid in ("web", "old"):
+            denied = await session.call(
+                f"mcp__{sid}__fail", {"message": "no", "kind": "permission_denied"}
+            )
+            assert denied.error is not None
+            assert denied.error.kind == "permission_denied", sid
+            assert denied.text == "failed on purpose: no"
 
 
 async def test_server_file_is_followed(
@@ -101,3 +115,28 @@ async def test_server_file_is_followed(
         current: ConfigError | None = pool.reload_error
         assert current is None
         assert (await session.call("mcp__b__echo", {"text": "3"})).text == "b:3"
+
+
+async def test_foreign_results_nan_and_plain_errors(host_session: Callable[..., Session]) -> None:
+    """A foreign server's NaN/Infinity output is refused as a typed error naming server and
+    tool; its isError results stay execution_error, whatever their text or _meta say."""
+    session = host_session()
+    script = Path(__file__).parent / "servers" / "raw_server.py"
+    config = ServerConfig(command=sys.executable, args=[str(script)], mode="legacy")
+    async with MCPPool(session, {"raw": config}) as pool:
+        assert pool.servers["raw"].state is ServerState.ONLINE
+        nan = await session.call("mcp__raw__nan", {})
+        assert nan.error is not None
+        assert nan.error.kind == "execution_error"
+        assert "nan on MCP server 'raw'" in nan.text
+        assert "NaN or Infinity" in nan.text
+        assert nan.output is None
+        refused = await session.call("mcp__raw__refuse", {})
+        assert refused.error is not None
+        assert (refused.error.kind, refused.text) == (
+            "execution_error",
+            "permission_denied: not yours",
+        )
+        spoofed = await session.call("mcp__raw__spoof", {})
+        assert spoofed.error is not None
+        assert (spoofed.error.kind, spoofed.text) == ("execution_error", "spoofed")

@@ -75,11 +75,19 @@ async def exercise(client: Client, legacy_seen: list[Any], workspace: Path | Non
     failed = await client.call_tool("fail", {"message": "x"})
     assert failed.is_error
     assert isinstance(failed.content[0], types.TextContent)
-    assert failed.content[0].text == "failed on purpose: x"
+    assert failed.content[0].text == "execution_error: failed on purpose: x"
     assert failed.structured_content == {
         "kind": "execution_error",
         "message": "failed on purpose: x",
     }
+    assert failed.meta is not None
+    assert failed.meta["toolweave/error_kind"] == "execution_error"
+    denied = await client.call_tool("fail", {"message": "no", "kind": "permission_denied"})
+    assert denied.is_error
+    assert isinstance(denied.content[0], types.TextContent)
+    assert denied.content[0].text == "permission_denied: failed on purpose: no"
+    assert denied.meta is not None
+    assert denied.meta["toolweave/error_kind"] == "permission_denied"
     invalid = await client.call_tool("echo", {"text": 3})
     assert invalid.is_error
     assert invalid.structured_content is not None

@@ -33,13 +33,14 @@ def add(a: int, b: int) -> dict[str, int]:
 
 
 @tool(blocking=False)
-def fail(message: str) -> str:
+def fail(message: str, kind: str = "execution_error") -> str:
     """Always fail with the message.
 
     Args:
         message: The failure text.
+        kind: The error kind to fail with.
     """
-    raise ToolError(ErrorKind.EXECUTION_ERROR, f"failed on purpose: {message}")
+    raise ToolError(ErrorKind(kind), f"failed on purpose: {message}")
 
 
 @tool()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+from typing import Any, Final
 
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
@@ -11,7 +12,51 @@ from mcp.shared.exceptions import MCPError
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.results import CallResult
 
-__all__ = ["call_result_to_mcp", "error_from_mcp", "result_from_mcp"]
+__all__ = ["ERROR_KIND_META", "call_result_to_mcp", "error_from_mcp", "result_from_mcp"]
+
+ERROR_KIND_META: Final = "toolweave/error_kind"
+"""The ``_meta`` key of a failed result that carries the :class:`ErrorKind` (toolweave's
+server sets it; toolweave's client reads it back, so kinds survive an MCP hop)."""
+
+_KINDS: Final = frozenset(kind.value for kind in ErrorKind)
+
+
+def _finite(value: Any) -> bool:
+    """Whether ``value`` is valid JSON data: no NaN or infinite number anywhere in it."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
+
+
+def _not_json(tool: str, server: str) -> ToolError:
+    return ToolError(
+        ErrorKind.EXECUTION_ERROR,
+        f"{tool} on MCP server {server!r} returned a number that JSON cannot hold (NaN or "
+        "Infinity) in its structured output; the result was refused",
+    )
+
+
+def _error_from_result(
+    result: types.CallToolResult, text: str, tool: str, server: str
+) -> ToolError:
+    """The error an ``isError`` result stands for: the kind toolweave's server put in
+    ``_meta`` (its text then starts with ``"<kind>: "``), else ``execution_error``."""
+    kind = (result.meta or {}).get(ERROR_KIND_META)
+    if not isinstance(kind, str) or kind not in _KINDS:
+        return ToolError(
+            ErrorKind.EXECUTION_ERROR,
+            text or f"{tool} failed on MCP server {server!r} without a message",
+        )
+    message = text.removeprefix(f"{kind}: ")
+    structured = result.structured_content
+    data = structured.get("data") if isinstance(structured, dict) else None
+    if data is not None and not _finite(data):
+        data = None
+    return ToolError(kind, message or f"{tool} failed on MCP server {server!r}", data)
 
 
 def _block_text(block: Any) -> str:
@@ -36,8 +81,10 @@ def result_from_mcp(result: types.CallToolResult, tool: str, server: str) -> tup
     (all-text results) or the content blocks as JSON (images, resources).
 
     Raises:
-        ToolError: ``execution_error`` with the server's text when the result has
-            ``isError`` set.
+        ToolError: The result has ``isError`` set: the kind toolweave's server sent in
+            ``_meta`` (see :data:`ERROR_KIND_META`), else ``execution_error``, with the
+            server's text. Or ``execution_error`` when the output holds NaN or Infinity,
+            which JSON cannot (the host must always get valid JSON).
     """
     content = result.content
     if len(content) == 1 and isinstance(content[0], types.TextContent):
@@ -47,18 +94,19 @@ def result_from_mcp(result: types.CallToolResult, tool: str, server: str) -> tup
         text = "\n".join(_block_text(b) for b in content)
         only_text = all(isinstance(b, types.TextContent) for b in content)
     if result.is_error:
-        raise ToolError(
-            ErrorKind.EXECUTION_ERROR,
-            text or f"{tool} failed on MCP server {server!r} without a message",
-        )
+        raise _error_from_result(result, text, tool, server)
     structured = result.structured_content
     if structured is not None:
+        if not _finite(structured):
+            raise _not_json(tool, server)
         if not text:
             text = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
         return structured, text
     if only_text:
         return text, text
     blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in content]
+    if not _finite(blocks):
+        raise _not_json(tool, server)
     return blocks, text
 
 
@@ -89,12 +137,24 @@ def error_from_mcp(exc: MCPError, tool: str, server: str, timeout: float) -> Too
 
 
 def call_result_to_mcp(result: CallResult) -> types.CallToolResult:
-    """The MCP answer for a toolweave call result (errors become ``isError`` results)."""
-    text = [types.TextContent(type="text", text=result.text)]
-    if result.error is not None:
+    """The MCP answer for a toolweave call result.
+
+    An error becomes an ``isError`` result whose text starts with its kind
+    (``"permission_denied: <message>"``, what the client's model reads), whose
+    structured content is :meth:`ToolError.to_dict`, and whose ``_meta`` carries the
+    kind under :data:`ERROR_KIND_META` for toolweave clients.
+    """
+    error = result.error
+    if error is not None:
+        kind = error.kind.value
+        shown = result.text if result.text.startswith(f"{kind}: ") else f"{kind}: {result.text}"
         return types.CallToolResult(
-            content=text, structured_content=result.error.to_dict(), is_error=True
+            content=[types.TextContent(type="text", text=shown)],
+            structured_content=error.to_dict(),
+            is_error=True,
+            _meta={ERROR_KIND_META: kind},
         )
+    text = [types.TextContent(type="text", text=result.text)]
     output = result.output
     if isinstance(output, dict):
         structured: dict[str, Any] | None = output
