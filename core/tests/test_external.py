@@ -126,7 +126,9 @@ async def test_unlisted_external_tools_stay_callable(make_session: Any) -> None:
     listed = session.definitions("neutral")
     version = session.external_version
     assert session.set_listed("weather", True) is False
-    assert session.definitions("neutral") is listed
+    again = session.definitions("neutral")
+    assert again == listed
+    assert all(a is b for a, b in zip(again, listed, strict=True))
     assert session.external_version == version
 
     assert session.set_listed("weather", False) is True

@@ -239,7 +239,7 @@ def test_openai_chat_results_are_tool_messages() -> None:
         adapter.validate_python(m)
     assert [(m["tool_call_id"], m["content"]) for m in msgs] == [
         ("c1", "hi"),
-        ("c2", "nothing here"),
+        ("c2", "not_found: nothing here"),
     ]
 
 
@@ -274,7 +274,7 @@ def test_gemini_results_are_function_responses() -> None:
     assert first is not None
     assert second is not None
     assert (first.name, first.id, first.response) == ("echo", "c1", {"output": "hi"})
-    assert second.response == {"error": "nothing here"}
+    assert second.response == {"error": "not_found: nothing here"}
 
 
 @pytest.mark.anyio
@@ -292,7 +292,7 @@ async def test_three_line_openai_loop(session: Session) -> None:
     tool_msgs = messages[1:]
     assert [m["tool_call_id"] for m in tool_msgs] == ["c1", "c2", "c3", "c4"]
     assert tool_msgs[0]["content"] == "hi hi"
-    assert tool_msgs[1]["content"] == "nothing here"
+    assert tool_msgs[1]["content"] == "not_found: nothing here"
     assert "There is no tool named 'nope'" in tool_msgs[2]["content"]
     assert "`text`" in tool_msgs[3]["content"]
 
@@ -331,7 +331,7 @@ async def test_invalid_json_arguments_are_an_error_result(session: Session) -> N
     """Arguments that are not JSON become an invalid_params result, not an exception."""
     reply = chat_completion(("c1", "echo", '{"text": null,'))
     (msg,) = await run_tool_calls(session, reply, "openai")
-    assert msg["content"].startswith("Invalid arguments for echo")
+    assert msg["content"].startswith("invalid_params: Invalid arguments for echo")
     assert "JSON" in msg["content"]
 
 

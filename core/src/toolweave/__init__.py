@@ -4,11 +4,11 @@ Write tools once with pydantic types, ship them as packs, configure a session, a
 hand the model one well-described tool list; remote MCP tools join the same set.
 """
 
-from toolweave._process import kill_process_group, process_group
 from toolweave.authoring import (
     READ_ONLY_KINDS,
     CallInfo,
     Capabilities,
+    Context,
     Kind,
     Lifecycle,
     Reminder,
@@ -50,11 +50,14 @@ from toolweave.errors import (
     UsageError,
 )
 from toolweave.plugins import PackInfo, PackManager, check_config, hookimpl, load_packs
+from toolweave.processes import kill_process_group, process_group
 from toolweave.resources import Environment, Resources, Workspace
 from toolweave.results import CallResult, Progress
-from toolweave.authoring import Context
 from toolweave.runtime import (
+    CallHook,
     Guard,
+    GuardHook,
+    HookCall,
     Notification,
     Notifier,
     Session,
@@ -69,10 +72,11 @@ __version__ = "0.1.0"
 __all__ = [
     "READ_ONLY_KINDS",
     "BuildReport",
+    "CallHook",
     "CallInfo",
     "CallResult",
-    "Catalog",
     "Capabilities",
+    "Catalog",
     "ConfigError",
     "ConfigIssue",
     "Context",
@@ -81,10 +85,11 @@ __all__ = [
     "Environment",
     "ErasedTool",
     "ErrorKind",
-    "Catalog",
     "Expression",
     "ExpressionError",
     "Guard",
+    "GuardHook",
+    "HookCall",
     "Kind",
     "Lifecycle",
     "MemoryStateStore",

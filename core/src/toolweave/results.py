@@ -54,6 +54,16 @@ class CallResult:
         """``True`` when the call succeeded."""
         return self.error is None
 
+    @property
+    def model_text(self) -> str:
+        """What a provider's tool-result message carries: :attr:`text`, preceded on
+        failure by the error kind (``"permission_denied: write is not allowed: ..."``),
+        so the model reads the kind together with the message."""
+        error = self.error
+        if error is None:
+            return self.text
+        return f"{error.kind.value}: {self.text}"
+
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON-able data."""
         return {

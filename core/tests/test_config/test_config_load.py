@@ -220,7 +220,7 @@ def test_builder_from_packs_builds_with_a_config(samples):
     packs.add("samples", SamplesPack(samples.ALL))
     toolset = packs.builder().build({"tools": ["exit_plan", "enter_plan"]})
     assert toolset.names == ["exit_plan", "enter_plan"]
-    assert toolset.packs is packs
+    assert toolset.session_setup == packs.setup_session
 
 
 # -- reminders --------------------------------------------------------------------------------

@@ -9,11 +9,11 @@ from pydantic import BaseModel
 from toolweave.errors import MissingResourceError, UsageError
 
 if TYPE_CHECKING:
+    from toolweave.catalog._toolset import ToolEntry
     from toolweave.resources import Resources
+    from toolweave.results import CallResult
     from toolweave.runtime._session import Session
     from toolweave.state import StateSlot
-    from toolweave.results import CallResult
-    from toolweave.catalog._toolset import ToolEntry
 
 __all__ = ["Context"]
 
@@ -195,7 +195,7 @@ class Context:
         Returns:
             The inner result; failures are results with an error, never exceptions.
         """
-        return await self.session._call_inner(self, name, arguments)
+        return await self.session.call_from(self, name, arguments)
 
     def notify(self, name: str, data: Any = None) -> None:
         """Emit a notification the tool declared in ``emitted_notifications``.
@@ -206,7 +206,7 @@ class Context:
         Raises:
             UsageError: In debug mode, when the tool did not declare ``name``.
         """
-        self.session._notify(self, name, data)
+        self.session.notify(self, name, data)
 
     def __repr__(self) -> str:
         name = self.entry.name if self.entry is not None else None

@@ -6,10 +6,6 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, final
 
-from toolweave.catalog._build import ExternalTools, RemoteEntries, plan_build, raise_for
-from toolweave.catalog._erasure import ErasedTool, erase
-from toolweave.errors import ConfigIssue
-from toolweave.catalog._catalog import Catalog
 from toolweave.authoring._reminders import (
     Reminder,
     ToolReminder,
@@ -17,7 +13,11 @@ from toolweave.authoring._reminders import (
     register_tool_reminders,
 )
 from toolweave.authoring._tool import Tool
+from toolweave.catalog._build import ExternalTools, RemoteEntries, plan_build, raise_for
+from toolweave.catalog._catalog import Catalog
+from toolweave.catalog._erasure import ErasedTool, erase
 from toolweave.catalog._toolset import ToolSet
+from toolweave.errors import ConfigIssue
 
 if TYPE_CHECKING:
     from toolweave.catalog._config import ToolSetConfig
@@ -150,7 +150,7 @@ class ToolSetBuilder:
             warnings.warn(warning, stacklevel=2)
         return ToolSet(
             plan.entries,
-            packs=self.packs,
+            session_setup=self.packs.setup_session if self.packs is not None else None,
             reminders=plan.reminders,
             config=plan.config,
             report=plan.report,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, final
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
+from toolweave.authoring._tool import Kind
+from toolweave.catalog._config import ToolSetConfig
 from toolweave.catalog._erasure import (
     ErasedTool,
     invalid_arguments,
@@ -17,16 +20,14 @@ from toolweave.catalog._erasure import (
     validation_problems,
 )
 from toolweave.catalog._merge import BuildReport
-from toolweave.catalog._config import ToolSetConfig
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.authoring._tool import Kind
+from toolweave.formats import render
 
 if TYPE_CHECKING:
     from toolweave.catalog._expr import SetView
-    from toolweave.plugins import PackManager
+    from toolweave.catalog._templates import TemplateRenderer
     from toolweave.resources import Resources
     from toolweave.runtime._session import Session
-    from toolweave.catalog._templates import TemplateRenderer
 
 __all__ = ["ToolDefinition", "ToolEntry", "ToolSet", "set_session_factory"]
 
@@ -150,6 +151,14 @@ class ToolEntry:
         # The hot path calls entry.parse(raw); without renames it is the tool's own parser.
         self.parse = tool.parse if self.to_canonical is None else self._parse_renamed
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name[0] != "_" and hasattr(self, "parse"):
+            raise AttributeError(f"ToolEntry is immutable: cannot set {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"ToolEntry is immutable: cannot delete {name!r}")
+
     def __repr__(self) -> str:
         return f"<ToolEntry {self.name!r} → {self.tool.fqid}>"
 
@@ -255,33 +264,51 @@ class ToolSet:
         "config",
         "entries",
         "options",
-        "packs",
         "reminders",
         "report",
+        "session_setup",
     )
 
     def __init__(
         self,
         entries: Sequence[ToolEntry],
         *,
-        packs: PackManager | None = None,
+        session_setup: Callable[[Session], None] | None = None,
         reminders: Sequence[Any] = (),
         options: Mapping[str, Any] | None = None,
         config: ToolSetConfig | None = None,
         report: BuildReport | None = None,
         renderer: TemplateRenderer | None = None,
     ) -> None:
-        self.entries: tuple[ToolEntry, ...] = tuple(entries)
+        init = object.__setattr__
+        init(self, "entries", tuple(entries))
         self._by_name: dict[str, ToolEntry] = {e.name: e for e in self.entries}
-        self.packs = packs
-        self.reminders: tuple[Any, ...] = tuple(reminders)
-        self.config = config if config is not None else ToolSetConfig()
+        init(self, "session_setup", session_setup)
+        init(self, "reminders", tuple(reminders))
+        init(self, "config", config if config is not None else ToolSetConfig())
         settings = self.config.model_dump(exclude={"tools"})
-        self.options: Mapping[str, Any] = {**settings, **(options or {})}
-        self.report = report if report is not None else BuildReport()
+        init(self, "options", MappingProxyType({**settings, **(options or {})}))
+        init(self, "report", report if report is not None else BuildReport())
         self._renderer = renderer
         self._view: SetView | None = None
         self._rendered: dict[str, list[dict[str, Any]]] = {}
+
+    entries: tuple[ToolEntry, ...]
+    session_setup: Callable[[Session], None] | None
+    """Called with every new session of the set (a pack manager's
+    :meth:`~toolweave.PackManager.setup_session`: resources and call hooks)."""
+    reminders: tuple[Any, ...]
+    config: ToolSetConfig
+    options: Mapping[str, Any]
+    report: BuildReport
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name[0] != "_":
+            raise AttributeError(f"ToolSet is immutable: cannot set {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"ToolSet is immutable: cannot delete {name!r}")
 
     def get(self, name: str) -> ToolEntry | None:
         """The entry with client-visible ``name``, or ``None``."""
@@ -358,15 +385,15 @@ class ToolSet:
         """Definitions of every tool in ``format`` (``neutral``, ``openai``, ``anthropic``,
         ``mcp``, ...), rendered once and cached.
 
-        The returned list is shared: treat it as read-only.
+        Each call returns a new list; the definitions in it are shared by every
+        session and read-only (editing one raises ``TypeError``; edit a
+        ``copy.deepcopy``).
         """
         cached = self._rendered.get(format)
         if cached is None:
-            from toolweave.formats import render
-
             cached = render([e.definition for e in self.entries], format)
             self._rendered[format] = cached
-        return cached
+        return list(cached)
 
     def session(
         self,

@@ -26,8 +26,8 @@ from toolweave.cli._common import (
 
 if TYPE_CHECKING:
     from toolweave.cli._ask import TerminalAskUser
-    from toolweave.runtime._session import Session
     from toolweave.results import CallResult, Progress
+    from toolweave.runtime._session import Session
 
 __all__ = ["register", "show_progress"]
 

@@ -15,8 +15,8 @@ from rich.console import Console
 
 if TYPE_CHECKING:
     from toolweave.catalog._config import ToolSetConfig
-    from toolweave.plugins import PackManager
     from toolweave.catalog._toolset import ToolSet
+    from toolweave.plugins import PackManager
 
 __all__ = [
     "CliError",

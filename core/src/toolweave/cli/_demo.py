@@ -29,8 +29,8 @@ from toolweave.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from toolweave.runtime._session import Session
     from toolweave.results import Progress
+    from toolweave.runtime._session import Session
     from toolweave.testing import Step, Transcript, Turn
 
 __all__ = ["register", "run_demo"]

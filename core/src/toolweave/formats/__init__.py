@@ -40,6 +40,7 @@ from toolweave.formats._calls import (
     run_tool_calls,
     tool_result_messages,
 )
+from toolweave.formats._frozen import FrozenDict, FrozenList, freeze
 from toolweave.formats._schema import UnsupportedSchemaError
 from toolweave.formats._strict import to_strict_schema
 from toolweave.formats.gemini import gemini_schema
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMATS",
     "PROVIDERS",
+    "FrozenDict",
+    "FrozenList",
     "Provider",
     "ToolCall",
     "UnsupportedSchemaError",
@@ -105,6 +108,9 @@ register_provider(Provider("gemini", gemini.parse_calls, gemini.result_messages)
 def render(definitions: Sequence[ToolDefinition], format: str) -> list[dict[str, Any]]:
     """Render ``definitions`` in ``format``.
 
+    Every dict and list of the result is read-only (:mod:`toolweave.formats._frozen`):
+    listings are cached and shared, so a host edits a ``copy.deepcopy`` of one.
+
     Raises:
         UsageError: The format is unknown; the message lists the known ones.
         UnsupportedSchemaError: A tool's schema cannot be expressed in ``format``
@@ -113,4 +119,4 @@ def render(definitions: Sequence[ToolDefinition], format: str) -> list[dict[str,
     formatter = FORMATS.get(format) or FORMATS.get(format.replace("_", "-"))
     if formatter is None:
         raise UsageError(f"unknown definition format {format!r}; known: {', '.join(FORMATS)}")
-    return [formatter(d) for d in definitions]
+    return [freeze(formatter(d)) for d in definitions]

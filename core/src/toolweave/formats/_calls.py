@@ -11,8 +11,8 @@ from toolweave.errors import UsageError
 from toolweave.formats._schema import is_nullable, resolve_ref
 
 if TYPE_CHECKING:
-    from toolweave.runtime._session import Session
     from toolweave.results import CallResult
+    from toolweave.runtime._session import Session
 
 __all__ = [
     "PROVIDERS",
@@ -177,7 +177,7 @@ def _drop_nulls(session: Session, call: ToolCall) -> ToolCall:
         return call
     if not isinstance(data, dict):
         return call
-    entry = session._lookup(call.name)
+    entry = session.resolve(call.name)
     if entry is None:
         return call
     schema = entry.input_schema

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from toolweave.formats._calls import ToolCall, get, items_of
 
 if TYPE_CHECKING:
-    from toolweave.results import CallResult
     from toolweave.catalog._toolset import ToolDefinition
+    from toolweave.results import CallResult
 
 __all__ = ["parse_calls", "result_messages", "tool"]
 
@@ -39,7 +39,7 @@ def result_messages(results: list[CallResult]) -> list[dict[str, Any]]:
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": r.call_id or "",
-            "content": r.text,
+            "content": r.model_text,
         }
         if r.error is not None:
             block["is_error"] = True

@@ -19,8 +19,8 @@ from toolweave.formats._calls import ToolCall, get, items_of
 from toolweave.formats._schema import UnsupportedSchemaError, resolve_ref, split_nullable
 
 if TYPE_CHECKING:
-    from toolweave.results import CallResult
     from toolweave.catalog._toolset import ToolDefinition
+    from toolweave.results import CallResult
 
 __all__ = ["declaration", "gemini_schema", "parse_calls", "result_messages"]
 
@@ -233,7 +233,7 @@ def result_messages(results: list[CallResult]) -> list[dict[str, Any]]:
     """One ``user`` content holding a ``functionResponse`` part per result."""
     parts: list[dict[str, Any]] = []
     for r in results:
-        response = {"error": r.text} if r.error is not None else {"output": r.text}
+        response = {"error": r.model_text} if r.error is not None else {"output": r.text}
         part: dict[str, Any] = {"name": r.name, "response": response}
         if r.call_id is not None:
             part["id"] = r.call_id

@@ -21,8 +21,8 @@ from toolweave.formats._calls import ToolCall, get, items_of
 from toolweave.formats._strict import to_strict_schema
 
 if TYPE_CHECKING:
-    from toolweave.results import CallResult
     from toolweave.catalog._toolset import ToolDefinition
+    from toolweave.results import CallResult
 
 __all__ = [
     "chat",
@@ -116,7 +116,9 @@ def parse_chat_calls(message: Any) -> list[ToolCall]:
 
 def chat_result_messages(results: list[CallResult]) -> list[dict[str, Any]]:
     """One ``{"role": "tool", "tool_call_id": ..., "content": ...}`` message per result."""
-    return [{"role": "tool", "tool_call_id": r.call_id or "", "content": r.text} for r in results]
+    return [
+        {"role": "tool", "tool_call_id": r.call_id or "", "content": r.model_text} for r in results
+    ]
 
 
 # -- Responses API: function_call items in, function_call_output items out -------------
@@ -143,6 +145,6 @@ def parse_responses_calls(response: Any) -> list[ToolCall]:
 def responses_result_items(results: list[CallResult]) -> list[dict[str, Any]]:
     """One ``function_call_output`` input item per result."""
     return [
-        {"type": "function_call_output", "call_id": r.call_id or "", "output": r.text}
+        {"type": "function_call_output", "call_id": r.call_id or "", "output": r.model_text}
         for r in results
     ]

@@ -17,9 +17,9 @@ from toolweave.plugins import hookspecs
 if TYPE_CHECKING:
     from toolweave.catalog._builder import ToolSetBuilder
     from toolweave.catalog._config import ToolSetConfig
+    from toolweave.catalog._toolset import ToolSet
     from toolweave.resources import Resources
     from toolweave.runtime._session import Session
-    from toolweave.catalog._toolset import ToolSet
 
 __all__ = ["ENTRY_POINT_GROUP", "PackInfo", "PackManager", "load_packs"]
 
@@ -248,6 +248,18 @@ class PackManager:
                 call()
             except _PACK_FAILURES as exc:
                 self._fail(info, exc, "provide_resources")
+
+    def setup_session(self, session: Session) -> None:
+        """Prepare a new session of a set built from these packs: every loaded pack's
+        ``provide_resources``, then its ``provide_call_hooks`` (each hook added to the
+        session). A pack that raises is marked failed (see :meth:`provide_resources`)."""
+        self.provide_resources(session.resources, session)
+        for info, call in self._each("provide_call_hooks", {"session": session}):
+            try:
+                for hook in call() or ():
+                    session.add_hook(hook)
+            except _PACK_FAILURES as exc:
+                self._fail(info, exc, "provide_call_hooks")
 
     def builder(self) -> ToolSetBuilder:
         """A builder holding every loaded pack's tools and reminders."""

@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from toolweave.catalog._builder import ToolSetBuilder
+    from collections.abc import Sequence
+
+    from toolweave.catalog import ToolSetBuilder
     from toolweave.resources import Resources
-    from toolweave.runtime._session import Session
+    from toolweave.runtime import CallHook, Session
 
 __all__ = ["hookimpl", "hookspec"]
 
@@ -87,4 +89,26 @@ def provide_resources(resources: Resources, session: Session) -> None:
 
     Returns:
         Nothing.
+    """
+
+
+# -- calls -----------------------------------------------------------------------------
+
+
+@hookspec
+def provide_call_hooks(session: Session) -> Sequence[CallHook] | None:
+    """Call hooks the pack runs around every call of a new session.
+
+    Called once per pack for every new session, after ``provide_resources``. Each hook
+    sees every call of the session exactly once (see :class:`~toolweave.CallHook`):
+    ``admit`` before validation, ``before`` after it, ``after`` / ``on_error`` at the
+    end. Hooks of the host (``Session(hooks=...)``) run first, then the packs' in load
+    order.
+
+    Args:
+        session: The new session.
+
+    Returns:
+        The hooks, or ``None``. Raise to report the pack as broken; the session goes
+        on without its hooks.
     """

@@ -79,7 +79,7 @@ def _normalise(value: CallLike) -> _Call | CallResult:
 
 def _concurrent(session: Session, calls: list[_Call]) -> bool:
     for call in calls:
-        entry = session._lookup(call.name)
+        entry = session.resolve(call.name)
         if entry is not None and not entry.tool.concurrency_safe:
             return False
     return True

@@ -1,25 +1,26 @@
 """Call guards: checks a session runs before a call's arguments are validated.
 
-A guard is a function ``(session, entry) -> ToolError | None``. Returning an error
-refuses the call with it; returning ``None`` lets the call go on. Packs add guards from
-their ``provide_resources`` hook (``session.add_guard(guard)``): plan mode refuses every
-tool that is not read-only, a role refuses tools it may not use. Guards also apply to
-calls a meta-tool makes through its context.
+A guard is a function ``(session, entry) -> ToolError | None``: the simplest call
+hook, run as the ``admit`` step of a :class:`GuardHook`. Returning an error refuses
+the call with it; returning ``None`` lets the call go on. Packs add guards from their
+``provide_resources`` hook (``session.add_guard(guard)``): plan mode refuses every tool
+that is not read-only. Guards apply to every call, calls tools make included.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, final
 
 from toolweave.errors import ErrorKind, ToolError
+from toolweave.runtime._hooks import CallHook, HookCall
 
 if TYPE_CHECKING:
-    from toolweave.runtime._session import Session
     from toolweave.catalog._toolset import ToolEntry
+    from toolweave.runtime._session import Session
 
-__all__ = ["Guard", "check_guards", "read_only_guard"]
+__all__ = ["Guard", "GuardHook", "read_only_guard"]
 
 logger = logging.getLogger("toolweave")
 
@@ -27,24 +28,20 @@ Guard = Callable[["Session", "ToolEntry"], "ToolError | None"]
 """``(session, entry) -> ToolError | None``: refuse a call with an error, or allow it."""
 
 
-def check_guards(guards: tuple[Guard, ...], session: Session, entry: ToolEntry) -> ToolError | None:
-    """Run ``guards`` in order; the first refusal wins.
+@final
+class GuardHook(CallHook):
+    """A guard as a call hook: its check is the hook's ``admit`` step, so it refuses a
+    call before the arguments are validated. A guard that raises refuses the call
+    (``permission_denied``): a broken check never lets a call through."""
 
-    A guard that raises refuses the call (``permission_denied``): a broken check never
-    lets a call through.
-    """
-    for guard in guards:
-        try:
-            refusal = guard(session, entry)
-        except Exception:
-            logger.exception("call guard %r raised; refusing %s", guard, entry.name)
-            return ToolError(
-                ErrorKind.PERMISSION_DENIED,
-                f"{entry.name} cannot run now: a safety check failed.",
-            )
-        if refusal is not None:
-            return refusal
-    return None
+    fail_closed = True
+
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+        self.name = getattr(guard, "__qualname__", repr(guard))
+
+    def admit(self, call: HookCall) -> ToolError | None:
+        return self.guard(call.session, call.entry)
 
 
 def read_only_guard(reason: str) -> Guard:

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from toolweave.runtime._deadline import Running
 from toolweave.catalog._erasure import format_validation_error
 from toolweave.errors import ErrorKind, MissingResourceError, ToolError
 from toolweave.results import CallResult, Progress
+from toolweave.runtime._deadline import Running
 
 if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolEntry

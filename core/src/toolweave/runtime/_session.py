@@ -5,33 +5,35 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
 import anyio
 import anyio.from_thread
-from pydantic import ValidationError
 
-from toolweave.runtime._batch import CallLike, run_batch
-from toolweave.runtime._deadline import Running, Stopped, drive
-from toolweave.runtime._guards import Guard, check_guards
-from toolweave.runtime._outcomes import drain, error_result, failure, from_exception, stop_error
-from toolweave.runtime._sync import SyncSession
-from toolweave.runtime._toolstream import ProgressCallback, ToolStream
-from toolweave.authoring._context import CallRecord, Context
-from toolweave.errors import ErrorKind, ToolError, UsageError
-from toolweave.runtime._notifications import Notification, Notifier
+from toolweave.authoring._context import Context
 from toolweave.authoring._reminders import CallInfo, apply_reminders
-from toolweave.resources import Resources, Workspace
-from toolweave.state import SessionState, SQLiteStateStore, StateStore, default_state_path
-from toolweave.results import CallResult
 from toolweave.authoring._tool import Tool
 from toolweave.catalog._toolset import ToolEntry, set_session_factory
+from toolweave.errors import ErrorKind, UsageError
+from toolweave.formats import render
+from toolweave.resources import Resources, Workspace
+from toolweave.results import CallResult
+from toolweave.runtime._batch import CallLike, run_batch
+from toolweave.runtime._deadline import Running
+from toolweave.runtime._guards import Guard, GuardHook
+from toolweave.runtime._hooks import CallHook, HookPlan, compile_hooks
+from toolweave.runtime._notifications import Notification, Notifier
+from toolweave.runtime._outcomes import failure
+from toolweave.runtime._pipeline import run_call
+from toolweave.runtime._sync import SyncSession
+from toolweave.runtime._toolstream import ProgressCallback, ToolStream
+from toolweave.state import SessionState, SQLiteStateStore, StateStore, default_state_path
 
 if TYPE_CHECKING:
-    from toolweave.catalog._erasure import ErasedTool
     from toolweave.authoring._reminders import Reminder
+    from toolweave.catalog._erasure import ErasedTool
     from toolweave.catalog._toolset import ToolSet
 
 __all__ = ["Session", "SyncSession", "ToolStream"]
@@ -72,19 +74,22 @@ class Session:
         state_store: Where runtime state is kept (default: a
             :class:`~toolweave.state.StateStore` in ``resources``, else the workspace's
             ``.toolweave/state.db``).
+        hooks: Call hooks of the host, run around every call (see
+            :class:`~toolweave.CallHook`); packs add theirs after these.
         debug: Strict checks meant for tests: a tool emitting a notification it did not
             declare fails instead of logging a warning.
     """
 
     __slots__ = (
-        "_external",
-        "_guards",
-        "_hidden",
-        "_inline",
         "_closed",
         "_closers",
+        "_external",
+        "_hidden",
+        "_hooks",
+        "_inline",
         "_listing",
         "_notifier",
+        "_plans",
         "_reminders",
         "_running",
         "_state",
@@ -109,6 +114,7 @@ class Session:
         external_timeout: float | None = None,
         reminders: bool | None = None,
         state_store: StateStore | None = None,
+        hooks: Iterable[CallHook] = (),
         debug: bool = False,
     ) -> None:
         self.toolset = toolset
@@ -123,7 +129,8 @@ class Session:
         self.debug = debug
         on = toolset.options.get("reminders", True) if reminders is None else reminders
         self._reminders: tuple[Reminder, ...] = tuple(toolset.reminders) if on else ()
-        self._guards: tuple[Guard, ...] = ()
+        self._hooks: tuple[CallHook, ...] = ()
+        self._plans: dict[ToolEntry, HookPlan | None] = {}
         self._notifier: Notifier | None = None
         self._state = SessionState(self.session_id, self._store_opener(state_store))
         self._running: dict[str, Running] = {}
@@ -138,8 +145,10 @@ class Session:
         """Bumped on every change of the external tools; hosts can watch it."""
         self._closers: list[Callable[[], Any]] = []
         self._closed = False
-        if toolset.packs is not None:
-            toolset.packs.provide_resources(self.resources, self)
+        for hook in hooks:
+            self.add_hook(hook)
+        if toolset.session_setup is not None:
+            toolset.session_setup(self)
 
     def __repr__(self) -> str:
         return f"<Session {self.session_id} tools={len(self.toolset)}>"
@@ -246,7 +255,9 @@ class Session:
             self._notifier = notifier
         return notifier
 
-    def _notify(self, ctx: Context, name: str, data: Any) -> None:
+    def notify(self, ctx: Context, name: str, data: Any) -> None:
+        """Emit the notification ``name`` of the call ``ctx`` (what
+        :meth:`Context.notify <toolweave.Context.notify>` does); from any thread."""
         entry = ctx.entry
         tool = entry.tool if entry is not None else None
         notification = Notification(
@@ -259,35 +270,64 @@ class Session:
         except anyio.NoEventLoopError:  # in the event loop already
             notifier.emit(notification, declared)
 
-    # -- guards ---------------------------------------------------------------------
+    # -- hooks and guards -------------------------------------------------------------
+
+    def add_hook(self, hook: CallHook) -> Callable[[], None]:
+        """Run ``hook`` around every later call of this session (see
+        :class:`~toolweave.CallHook`); hooks run in the order they were added.
+
+        Returns a function that removes the hook again.
+        """
+        if not isinstance(hook, CallHook):
+            raise UsageError(f"a call hook is a CallHook, not {type(hook).__name__}")
+        self._hooks = (*self._hooks, hook)
+        self._plans.clear()
+
+        def remove() -> None:
+            self.remove_hook(hook)
+
+        return remove
+
+    def remove_hook(self, hook: CallHook) -> bool:
+        """Stop running ``hook``; ``True`` when it was there."""
+        kept = tuple(h for h in self._hooks if h is not hook)
+        found = len(kept) != len(self._hooks)
+        self._hooks = kept
+        self._plans.clear()
+        return found
+
+    @property
+    def hooks(self) -> tuple[CallHook, ...]:
+        """The call hooks (guards included, as :class:`GuardHook`), in the order they run."""
+        return self._hooks
+
+    def _compile(self, entry: ToolEntry) -> HookPlan | None:
+        plan = compile_hooks(self._hooks, entry)
+        self._plans[entry] = plan
+        return plan
 
     def add_guard(self, guard: Guard) -> Callable[[], None]:
-        """Check every call with ``guard`` before its arguments are validated.
+        """Check every call with ``guard`` before its arguments are validated (a call
+        hook's ``admit`` step; see :class:`~toolweave.runtime.GuardHook`).
 
-        Guards run in the order they were added; the first refusal is the call's result.
         Returns a function that removes the guard again.
 
         Example:
             ``remove = session.add_guard(read_only_guard("Plan mode is on."))``
         """
-        self._guards = (*self._guards, guard)
-
-        def remove() -> None:
-            self.remove_guard(guard)
-
-        return remove
+        return self.add_hook(GuardHook(guard))
 
     def remove_guard(self, guard: Guard) -> bool:
         """Stop checking calls with ``guard``; ``True`` when it was there."""
-        kept = tuple(g for g in self._guards if g is not guard)
-        found = len(kept) != len(self._guards)
-        self._guards = kept
-        return found
+        for hook in self._hooks:
+            if isinstance(hook, GuardHook) and hook.guard is guard:
+                return self.remove_hook(hook)
+        return False
 
     @property
     def guards(self) -> tuple[Guard, ...]:
         """The guards, in the order they run."""
-        return self._guards
+        return tuple(h.guard for h in self._hooks if isinstance(h, GuardHook))
 
     # -- listing ------------------------------------------------------------------
 
@@ -303,8 +343,9 @@ class Session:
         sorted by client name (see :meth:`set_listed`), so the listing is byte-stable for
         prompt caches. Built-in tools whose :meth:`Tool.should_list
         <toolweave.Tool.should_list>` says no for this session (asked once, on the first
-        listing) are left out; they stay callable. The list is rendered once per format
-        (and external-tool version) and shared: treat it as read-only.
+        listing) are left out; they stay callable. The definitions are rendered once per
+        format (and external-tool version), shared and read-only; each call returns a
+        new list of them.
         """
         hidden = self._hidden if self._hidden is not None else self._find_hidden()
         external = include_external and bool(self._external)
@@ -312,8 +353,6 @@ class Session:
             return self.toolset.definitions(format)
         cached = self._listing.get((format, external))
         if cached is None:
-            from toolweave.formats import render
-
             if hidden:
                 entries = [e.definition for e in self.toolset.entries if e.name not in hidden]
                 cached = render(entries, format)
@@ -328,7 +367,7 @@ class Session:
                 ]
                 cached = cached + render(extra, format)
             self._listing[(format, external)] = cached
-        return cached
+        return list(cached)
 
     def _find_hidden(self) -> frozenset[str]:
         """Ask each built-in tool that decides for itself whether to list it here."""
@@ -437,7 +476,9 @@ class Session:
 
     # -- calling ------------------------------------------------------------------
 
-    def _lookup(self, name: str) -> ToolEntry | None:
+    def resolve(self, name: str) -> ToolEntry | None:
+        """The entry a model's tool name stands for (built-in first, then external), or
+        ``None``."""
         try:
             return self.toolset._by_name.get(name) or self._external.get(name)
         except TypeError:  # an unhashable name
@@ -467,9 +508,10 @@ class Session:
     ) -> CallResult:
         """Run the tool the model called ``name`` with ``arguments`` (JSON text, bytes or dict).
 
-        The call passes the session's guards, then argument validation, runs under its
-        deadline (cancellable by ``call_id``), and is post-processed: state it changed
-        is saved and reminders are appended to its text.
+        The call goes through the session's pipeline (:mod:`toolweave.runtime._pipeline`):
+        hooks, argument validation, state locks, its deadline (cancellable by
+        ``call_id``), then post-processing: state it changed is saved and reminders are
+        appended to its text.
 
         Args:
             name: The client-visible tool name.
@@ -482,89 +524,19 @@ class Session:
         Returns:
             The result; failures carry an error and never raise.
         """
-        try:
-            entry = self.toolset._by_name.get(name) or self._external.get(name)
-        except TypeError:  # an unhashable name
-            entry = None
-        if entry is None:
-            return self._unknown(name, call_id)
-        if self._guards:
-            refusal = check_guards(self._guards, self, entry)
-            if refusal is not None:
-                return error_result(refusal, entry, call_id)
-        try:
-            args = entry.parse(arguments)
-        except (ValidationError, ToolError) as exc:
-            return error_result(exc, entry, call_id)
-        tool = entry.tool
-        ctx = Context(self, entry, call_id)
-        # A streaming tool with a plain ``invoke`` as well (a remote tool) takes the
-        # plain path unless someone listens to its progress.
-        if tool.streaming and (on_progress is not None or tool.invoke is None):
-            return await ToolStream._collect(self, entry, ctx, args, on_progress)
-        if tool.state_locks is not None:
-            return await self._call_serialised(ctx, args)
-        try:
-            if tool.is_coroutine:
-                if self._inline:
-                    coro = tool.invoke(ctx, args)  # type: ignore[misc]
-                    try:
-                        pending = coro.send(None)
-                    except StopIteration as stop:
-                        raw = stop.value
-                    else:
-                        raw = await self._wait(coro, pending, entry, call_id)
-                else:
-                    raw = await self._invoke(ctx, args)
-            else:
-                raw = tool.invoke(ctx, args)  # type: ignore[misc]
-            if ctx._record is None:
-                if not self._reminders:
-                    output, text = tool.finish(raw)
-                    return CallResult(output, text, None, call_id, tool.fqid, name)
-                return self._remind(ctx, args, self._result(ctx, raw))
-            result = self._result(ctx, raw)
-        except Exception as exc:
-            result = from_exception(exc, entry, call_id)
-            if ctx._record is None:
-                return self._remind(ctx, args, result) if self._reminders else result
-        return await self._post(ctx, args, result)
+        return await run_call(self, name, arguments, call_id, on_progress)
+
+    async def call_from(self, ctx: Context, name: str, arguments: Any = None) -> CallResult:
+        """A call made by a running tool (what :meth:`Context.call <toolweave.Context.call>`
+        does): the same pipeline, hooks and deadline as any call; no reminders, and its
+        state is saved with the outermost call's."""
+        return await run_call(self, name, arguments, None, None, ctx._call_record())
 
     def _timeout_for(self, entry: ToolEntry) -> float:
         timeout = entry.timeout
         if timeout is not None:
             return timeout
         return self.default_timeout if entry.tool.source == "local" else self.external_timeout
-
-    async def _wait(
-        self, coro: Coroutine[Any, Any, Any], pending: Any, entry: ToolEntry, call_id: str | None
-    ) -> Any:
-        """Finish a call that suspended after its inline first step: under its
-        deadline, cancellable by id (see :mod:`toolweave.runtime._deadline`)."""
-        timeout = self._timeout_for(entry)
-        running = self._track(call_id, Running())
-        try:
-            return await drive(coro, pending, running, timeout)
-        except Stopped:
-            raise stop_error(running, entry, timeout) from None
-        finally:
-            coro.close()
-            self._untrack(call_id, running)
-
-    async def _scoped(
-        self, coro: Coroutine[Any, Any, Any], entry: ToolEntry, call_id: str | None
-    ) -> Any:
-        """Run a whole call inside a cancel scope (event loops other than asyncio)."""
-        timeout = self._timeout_for(entry)
-        running = self._track(call_id, Running())
-        try:
-            with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
-                running.scope = scope
-                return await coro
-        finally:
-            coro.close()
-            self._untrack(call_id, running)
-        raise stop_error(running, entry, timeout)
 
     def _track(self, call_id: str | None, running: Running) -> Running:
         """Make the call ``call_id`` (if given) cancellable through ``running``."""
@@ -593,33 +565,6 @@ class Session:
             self._inline = True
         return self._inline
 
-    def _result(self, ctx: Context, raw: Any) -> CallResult:
-        """The result of a tool that returned ``raw`` (may raise from the tool's finisher).
-
-        A tool that returns the :class:`CallResult` of an inner call hands that result
-        on; otherwise the effective tool is the last one the call delegated to, if any.
-        """
-        entry = ctx.entry
-        assert entry is not None
-        if type(raw) is CallResult:
-            return CallResult(
-                raw.output, raw.text, raw.error, ctx.call_id, raw.effective_tool, entry.name
-            )
-        output, text = entry.tool.finish(raw)
-        record = ctx._record
-        effective = entry.tool.fqid
-        if record is not None and record.effective is not None:
-            effective = record.effective
-        return CallResult(output, text, None, ctx.call_id, effective, entry.name)
-
-    async def _post(self, ctx: Context, args: Any, result: CallResult) -> CallResult:
-        """Post-processing of an outer call: save the state it touched, then append
-        reminders (not after a cancellation). Never raises."""
-        record = ctx._record
-        if record is not None and record.slots:
-            await self._state.persist(list(record.slots.values()))
-        return self._remind(ctx, args, result) if self._reminders else result
-
     def _remind(self, ctx: Context, args: Any, result: CallResult) -> CallResult:
         """Append the active reminders to ``result``'s text (not after a cancellation)."""
         if result.error is not None and result.error.kind == ErrorKind.CANCELLED:
@@ -630,163 +575,6 @@ class Session:
         ctx._finish()
         result.text = apply_reminders(self._reminders, ctx, info, result.text)
         return result
-
-    async def _call_serialised(self, ctx: Context, args: Any) -> CallResult:
-        """A call of a tool that declares state models for exclusive use: it runs while
-        holding their locks (taken in key order), from before the tool starts until its
-        state is saved."""
-        entry = ctx.entry
-        assert entry is not None
-        tool = entry.tool
-        assert tool.state_locks is not None
-        locks = self._state.locks(tool.state_locks)
-        for i, (_, lock) in enumerate(locks):
-            try:
-                lock.acquire_nowait()
-            except anyio.WouldBlock:
-                for _, taken in locks[:i]:
-                    taken.release()
-                return await self._call_after_lock(ctx, args, locks)
-        record = ctx._call_record()
-        record.held = {key for key, _ in locks}
-        try:
-            try:
-                raw = await self._invoke(ctx, args)
-                result = self._result(ctx, raw)
-            except Exception as exc:
-                result = from_exception(exc, entry, ctx.call_id)
-            return await self._post(ctx, args, result)
-        finally:
-            record.held = None
-            for _, lock in reversed(locks):
-                lock.release()
-
-    async def _invoke(self, ctx: Context, args: Any) -> Any:
-        """Run a non-streaming tool as :meth:`call` does: on asyncio the first step
-        inline and the rest under the deadline, elsewhere all of it in a cancel scope."""
-        entry = ctx.entry
-        assert entry is not None
-        tool = entry.tool
-        if not tool.is_coroutine:
-            return tool.invoke(ctx, args)  # type: ignore[misc]
-        coro = tool.invoke(ctx, args)  # type: ignore[misc]
-        if not (self._inline or (self._inline is None and self._detect_inline())):
-            return await self._scoped(coro, entry, ctx.call_id)
-        try:
-            pending = coro.send(None)
-        except StopIteration as stop:
-            return stop.value
-        return await self._wait(coro, pending, entry, ctx.call_id)
-
-    async def _call_after_lock(
-        self, ctx: Context, args: Any, locks: tuple[tuple[str, anyio.Semaphore], ...]
-    ) -> CallResult:
-        """:meth:`_call_serialised` when another call holds a lock: the wait for them
-        counts against the deadline and can be cancelled."""
-        entry = ctx.entry
-        assert entry is not None
-        tool = entry.tool
-        call_id = ctx.call_id
-        record = ctx._call_record()
-        timeout = self._timeout_for(entry)
-        running = self._track(call_id, Running())
-        taken: list[anyio.Semaphore] = []
-        try:
-            with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
-                running.scope = scope
-                for _, lock in locks:
-                    await lock.acquire()
-                    taken.append(lock)
-                record.held = {key for key, _ in locks}
-                try:
-                    if tool.is_coroutine:
-                        raw = await tool.invoke(ctx, args)  # type: ignore[misc]
-                    else:
-                        raw = tool.invoke(ctx, args)  # type: ignore[misc]
-                    result = self._result(ctx, raw)
-                except Exception as exc:
-                    result = from_exception(exc, entry, call_id)
-                try:
-                    return await self._post(ctx, args, result)
-                finally:
-                    record.held = None
-        finally:
-            for lock in reversed(taken):
-                lock.release()
-            self._untrack(call_id, running)
-        stopped = error_result(stop_error(running, entry, timeout), entry, call_id)
-        return await self._post(ctx, args, stopped)
-
-    async def _call_inner(self, parent: Context, name: str, arguments: Any) -> CallResult:
-        """A call made by a tool through its context: guards, validation and deadline
-        as usual; no reminders, no persistence (the outer call does both)."""
-        parent_record = parent._call_record()
-        if parent_record.depth >= MAX_DEPTH:
-            return failure(
-                ErrorKind.EXECUTION_ERROR,
-                f"{name} was not called: tools may nest calls at most {MAX_DEPTH} deep",
-                name,
-                None,
-            )
-        entry = self._lookup(name)
-        if entry is None:
-            return self._unknown(name, None)
-        if self._guards:
-            refusal = check_guards(self._guards, self, entry)
-            if refusal is not None:
-                return error_result(refusal, entry, None)
-        try:
-            args = entry.parse(arguments)
-        except (ValidationError, ToolError) as exc:
-            return error_result(exc, entry, None)
-        ctx = Context(self, entry, None)
-        ctx._record = CallRecord(parent_record)
-        try:
-            raw = await self._run_inner(ctx, args, parent_record.root)
-            result = self._result(ctx, raw)
-        except Exception as exc:
-            result = from_exception(exc, entry, None)
-        if result.error is None:
-            parent_record.effective = result.effective_tool
-        return result
-
-    async def _run_inner(self, ctx: Context, args: Any, root: CallRecord) -> Any:
-        """Run an inner call under its deadline, holding the locks of its exclusive
-        state models that the outermost call does not hold already. (A meta-tool whose
-        inner calls use state declares those models too: then it holds every lock, in
-        key order, and its inner calls take none.)"""
-        entry = ctx.entry
-        assert entry is not None
-        tool = entry.tool
-        timeout = self._timeout_for(entry)
-        models = tool.state_locks
-        held = root.held
-        needed = [
-            (key, lock)
-            for key, lock in (self._state.locks(models) if models is not None else ())
-            if held is None or key not in held
-        ]
-        taken: list[tuple[str, anyio.Semaphore]] = []
-        try:
-            with anyio.CancelScope(deadline=anyio.current_time() + timeout):
-                if needed:
-                    held = root.held = held if held is not None else set()
-                    for key, lock in needed:
-                        await lock.acquire()
-                        taken.append((key, lock))
-                        held.add(key)
-                if tool.streaming:
-                    assert tool.open_stream is not None
-                    return await drain(tool.open_stream(ctx, args), entry.name)
-                if tool.is_coroutine:
-                    return await tool.invoke(ctx, args)  # type: ignore[misc]
-                return tool.invoke(ctx, args)  # type: ignore[misc]
-        finally:
-            for key, lock in reversed(taken):
-                assert held is not None
-                held.discard(key)
-                lock.release()
-        raise stop_error(None, entry, timeout)
 
     async def call_many(
         self, calls: Iterable[CallLike], *, limit: int | None = None

@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, final
 
 if TYPE_CHECKING:
+    from toolweave.results import CallResult, Progress
     from toolweave.runtime._batch import CallLike
     from toolweave.runtime._session import Session
-    from toolweave.results import CallResult, Progress
 
 __all__ = ["SyncSession"]
 

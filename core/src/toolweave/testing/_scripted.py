@@ -282,7 +282,7 @@ class ScriptedModel:
         wanted = list(scripted.needs)
         if scripted.expect != ErrorKind.NOT_FOUND:
             wanted.insert(0, call.name)
-        missing = tuple(n for n in wanted if session._lookup(n) is None)
+        missing = tuple(n for n in wanted if session.resolve(n) is None)
         if self.skip_missing and missing:
             absent = await session.call(call.name, call.arguments, call.call_id)
             return Turn(scripted, call, absent, skipped=True, missing=missing)

@@ -1,0 +1,430 @@
+"""The call pipeline: the one path every call takes, read top to bottom.
+
+Every entry point (``Session.call``, ``Session.stream``, calls a tool makes through
+its context, ``call_many``, ``run_tool_calls``, the MCP server) runs :func:`run_call`;
+they differ only in how they hand in the call and take the result (a progress sink,
+a parent call). In order:
+
+1. **resolve** the client name (built-in tools, then external ones);
+2. **admit**: the ``admit`` steps of the call hooks compiled for the entry;
+3. **validate** the arguments (client parameter names mapped back);
+4. **before**: the hooks' ``before`` steps (may refuse or rewrite the arguments);
+5. **lock** the tool's exclusive state models (a wait counts against the deadline);
+6. **execute**: the first step inline, the rest under the deadline and cancellable by
+   id (:mod:`toolweave.runtime._deadline`); a streaming tool step by step, its progress
+   to the sink; on event loops other than asyncio, inside a cancel scope;
+7. **finish**: the output through the tool's declared type, the model's text;
+8. **post-process** (calls from the host): save the state the call touched, append
+   reminders;
+9. **after**: the hooks' ``after`` or ``on_error`` steps.
+
+A session without hooks skips 2, 4 and 9 with one test each; a call that neither
+suspends, takes locks, nor touches state goes from 1 to 8 with no allocation beyond
+its context and result.
+"""
+
+from __future__ import annotations
+
+import logging
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import ValidationError
+
+from toolweave.authoring._context import CallRecord, Context
+from toolweave.errors import ErrorKind, ToolError
+from toolweave.results import CallResult, Progress
+from toolweave.runtime._deadline import Running, Stopped, drive
+from toolweave.runtime._hooks import HookCall, HookPlan
+from toolweave.runtime._outcomes import (
+    NOTHING,
+    after_result,
+    error_result,
+    failure,
+    from_exception,
+    no_result,
+    stop_error,
+)
+
+if TYPE_CHECKING:
+    from toolweave.catalog._toolset import ToolEntry
+    from toolweave.runtime._session import Session
+
+__all__ = ["MAX_DEPTH", "Abandoned", "Sink", "emit", "run_call"]
+
+logger = logging.getLogger("toolweave")
+
+MAX_DEPTH = 8
+"""How deeply tools may nest calls through ``ctx.call``."""
+
+Sink = Callable[[Progress], Awaitable[None] | None]
+"""Where a streaming tool's progress goes: a plain or an async function."""
+
+
+class Abandoned(BaseException):
+    """Thrown into a streamed call at its progress item when its consumer leaves early:
+    the tool is stopped where it stands and the call is post-processed."""
+
+
+class _Emit:
+    __slots__ = ("item",)
+
+    def __init__(self, item: Progress) -> None:
+        self.item = item
+
+
+@types.coroutine
+def emit(item: Progress) -> Generator[Any, Any, None]:
+    """The sink of :class:`~toolweave.ToolStream`: hands ``item`` to the stream's
+    consumer; the call resumes when the consumer asks for the next item."""
+    yield _Emit(item)
+
+
+async def run_call(
+    session: Session,
+    name: str,
+    arguments: Any,
+    call_id: str | None,
+    sink: Sink | None = None,
+    parent: CallRecord | None = None,
+    running: Running | None = None,
+) -> CallResult:
+    """Run one call through the pipeline; never raises for anything a model sends.
+
+    Args:
+        session: The session.
+        name: The client-visible tool name.
+        arguments: JSON text, bytes or a mapping, as the model sent them.
+        call_id: The model's id for the call (cancellable by it while it waits).
+        sink: Where progress of a streaming tool goes (``None``: dropped, and a tool
+            with a plain path as well takes that one).
+        parent: The record of the calling tool's call, for a call a tool makes.
+        running: The handle that cancels this call (a stream's own); made when needed.
+    """
+    # 1. resolve
+    try:
+        entry = session.toolset._by_name.get(name) or session._external.get(name)
+    except TypeError:  # an unhashable name
+        entry = None
+    if entry is None:
+        return session._unknown(name, call_id)
+    if parent is not None and parent.depth >= MAX_DEPTH:
+        return failure(
+            ErrorKind.EXECUTION_ERROR,
+            f"{entry.name} was not called: tools may nest calls at most {MAX_DEPTH} deep",
+            entry.name,
+            None,
+        )
+    plan: HookPlan | None = None
+    if session._hooks:
+        plan = session._plans.get(entry, NOTHING)
+        if plan is NOTHING:
+            plan = session._compile(entry)
+    hook_call: HookCall | None = None
+    if plan is not None:
+        hook_call = HookCall(session, entry, call_id, 0 if parent is None else parent.depth + 1)
+        # 2. admit
+        if plan.admit:
+            refused = await plan.check(hook_call, plan.admit)
+            if refused is not None:
+                return await plan.finish(hook_call, refused)
+    # 3. validate
+    try:
+        args = entry.parse(arguments)
+    except (ValidationError, ToolError) as exc:
+        result = error_result(exc, entry, call_id)
+        return result if hook_call is None else await plan.finish(hook_call, result)  # type: ignore[union-attr]
+    # 4. before
+    if hook_call is not None:
+        assert plan is not None
+        hook_call.arguments = args
+        if plan.before:
+            refused = await plan.check(hook_call, plan.before)
+            if refused is not None:
+                return await plan.finish(hook_call, refused)
+            args = hook_call.arguments
+    ctx = Context(session, entry, call_id)
+    if parent is not None:
+        ctx._record = CallRecord(parent)
+    tool = entry.tool
+    # 5.-7. lock, execute, finish
+    if tool.streaming and (sink is not None or tool.invoke is None):
+        result = await _run_locked(session, ctx, entry, args, sink, running)
+    elif tool.state_locks is not None or parent is not None or running is not None:
+        result = await _run_locked(session, ctx, entry, args, None, running)
+    elif tool.is_coroutine and not (session._inline or session._detect_inline()):
+        result = await _run_locked(session, ctx, entry, args, None, None)
+    else:
+        try:
+            if tool.is_coroutine:
+                coro = tool.invoke(ctx, args)  # type: ignore[misc]
+                try:
+                    pending = coro.send(None)
+                except StopIteration as stop:
+                    raw = stop.value
+                else:
+                    raw = await _wait(session, coro, pending, entry, call_id, None)
+            else:
+                raw = tool.invoke(ctx, args)  # type: ignore[misc]
+            if ctx._record is None and plan is None and not session._reminders:
+                output, text = tool.finish(raw)
+                return CallResult(output, text, None, call_id, tool.fqid, entry.name)
+            result = _result(ctx, raw)
+        except Exception as exc:
+            result = from_exception(exc, entry, call_id)
+    # 8. post-process
+    if parent is None:
+        result = await _post(session, ctx, args, result)
+    elif result.error is None:
+        parent.effective = result.effective_tool
+    # 9. after
+    if hook_call is not None:
+        assert plan is not None
+        result = await plan.finish(hook_call, result)
+    return result
+
+
+def _result(ctx: Context, raw: Any) -> CallResult:
+    """The result of a tool that returned ``raw`` (may raise from the tool's finisher).
+
+    A tool that returns the :class:`CallResult` of an inner call hands that result on;
+    otherwise the effective tool is the last one the call delegated to, if any.
+    """
+    entry = ctx.entry
+    assert entry is not None
+    if type(raw) is CallResult:
+        return CallResult(
+            raw.output, raw.text, raw.error, ctx.call_id, raw.effective_tool, entry.name
+        )
+    output, text = entry.tool.finish(raw)
+    record = ctx._record
+    effective = entry.tool.fqid
+    if record is not None and record.effective is not None:
+        effective = record.effective
+    return CallResult(output, text, None, ctx.call_id, effective, entry.name)
+
+
+async def _post(session: Session, ctx: Context, args: Any, result: CallResult) -> CallResult:
+    """Post-processing of a call from the host: save the state it touched, then append
+    reminders (not after a cancellation)."""
+    record = ctx._record
+    if record is not None and record.slots:
+        await session._state.persist(list(record.slots.values()))
+    if session._reminders:
+        return session._remind(ctx, args, result)
+    return result
+
+
+async def _run_locked(
+    session: Session,
+    ctx: Context,
+    entry: ToolEntry,
+    args: Any,
+    sink: Sink | None,
+    running: Running | None,
+) -> CallResult:
+    """Steps 5 to 7 for a call that takes state locks, is a tool's inner call, streams,
+    or is cancellable through a handle of its own."""
+    call_id = ctx.call_id
+    tool = entry.tool
+    if running is None:
+        running = Running()
+    session._track(call_id, running)
+    taken: list[tuple[str, anyio.Semaphore]] = []
+    root: CallRecord | None = None
+    timeout = session._timeout_for(entry)
+    deadline = anyio.current_time() + timeout
+    try:
+        models = tool.state_locks
+        if models is not None:
+            root = ctx._call_record().root
+            held = root.held
+            if held is None:
+                held = root.held = set()
+            waiting = False
+            for key, lock in session._state.locks(models):
+                if key in held:
+                    continue
+                if not waiting:
+                    try:
+                        lock.acquire_nowait()
+                    except anyio.WouldBlock:
+                        waiting = True
+                if waiting:
+                    # Key order keeps waiting free of deadlocks; the wait counts against
+                    # the deadline and can be cancelled (no tool code runs yet).
+                    with anyio.CancelScope(deadline=deadline) as scope:
+                        running.scope = scope
+                        if running.cancelled:
+                            scope.cancel()
+                        await lock.acquire()
+                    running.scope = None
+                    if scope.cancelled_caught:
+                        return error_result(stop_error(running, entry, timeout), entry, call_id)
+                taken.append((key, lock))
+                held.add(key)
+        try:
+            if running.cancelled:
+                raise Stopped
+            if (
+                tool.streaming
+                and tool.open_stream is not None
+                and (sink is not None or tool.invoke is None)
+            ):
+                raw = await _stream(session, ctx, entry, args, sink, running, deadline)
+            elif tool.is_coroutine:
+                coro = tool.invoke(ctx, args)  # type: ignore[misc]
+                raw = await _execute_coro(session, coro, entry, running)
+            else:
+                raw = tool.invoke(ctx, args)  # type: ignore[misc]
+            return _result(ctx, raw)
+        except Abandoned:
+            err = ToolError(ErrorKind.CANCELLED, f"{entry.name} was stopped: its stream was closed")
+            return error_result(err, entry, call_id)
+        except Stopped:
+            return error_result(stop_error(running, entry, timeout), entry, call_id)
+        except Exception as exc:
+            return from_exception(exc, entry, call_id)
+    finally:
+        if taken:
+            assert root is not None
+            assert root.held is not None
+            for key, lock in reversed(taken):
+                root.held.discard(key)
+                lock.release()
+        session._untrack(call_id, running)
+
+
+async def _execute_coro(
+    session: Session, coro: Coroutine[Any, Any, Any], entry: ToolEntry, running: Running
+) -> Any:
+    """Run a tool's coroutine: on asyncio the first step inline and the rest under the
+    deadline; elsewhere all of it in a cancel scope. Raises ``Stopped`` when stopped."""
+    if session._inline or (session._inline is None and session._detect_inline()):
+        try:
+            pending = coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+        return await _wait(session, coro, pending, entry, None, running)
+    try:
+        with anyio.CancelScope(
+            deadline=anyio.current_time() + session._timeout_for(entry)
+        ) as scope:
+            running.scope = scope
+            if running.cancelled:
+                scope.cancel()
+            return await coro
+    finally:
+        running.scope = None
+        coro.close()
+    raise Stopped
+
+
+async def _wait(
+    session: Session,
+    coro: Coroutine[Any, Any, Any],
+    pending: Any,
+    entry: ToolEntry,
+    call_id: str | None,
+    running: Running | None,
+) -> Any:
+    """Finish a call that suspended after its inline first step, under its deadline.
+
+    With ``running`` (a call of :func:`_run_locked`, tracked there) a stop raises
+    ``Stopped``; without, the call is tracked by ``call_id`` here and a stop raises the
+    ``timeout`` or ``cancelled`` error.
+    """
+    timeout = session._timeout_for(entry)
+    if running is not None:
+        try:
+            return await drive(coro, pending, running, timeout)
+        finally:
+            coro.close()
+    running = session._track(call_id, Running())
+    try:
+        return await drive(coro, pending, running, timeout)
+    except Stopped:
+        raise stop_error(running, entry, timeout) from None
+    finally:
+        coro.close()
+        session._untrack(call_id, running)
+
+
+async def _stream(
+    session: Session,
+    ctx: Context,
+    entry: ToolEntry,
+    args: Any,
+    sink: Sink | None,
+    running: Running,
+    deadline: float,
+) -> Any:
+    """Run a streaming tool's generator to its output, step by step under the deadline,
+    handing each progress item to ``sink``.
+
+    No cancel scope of ours surrounds a step on asyncio, so the tool may hold its own
+    scopes and task groups across its yields; closing the generator (at the end, when
+    stopped, or when the consumer leaves) happens where it stands.
+    """
+    assert entry.tool.open_stream is not None
+    agen: Any = entry.tool.open_stream(ctx, args)
+    inline = session._inline or (session._inline is None and session._detect_inline())
+    output: Any = NOTHING
+    finished = False
+    try:
+        while True:
+            if running.cancelled:
+                raise Stopped
+            if inline:
+                step: Any = agen.__anext__()
+                try:
+                    try:
+                        pending = step.send(None)
+                    except StopIteration as got:
+                        item = got.value
+                    else:
+                        remaining = max(deadline - anyio.current_time(), 0.0)
+                        item = await drive(step, pending, running, remaining)
+                except StopAsyncIteration:
+                    finished = True
+                    break
+                finally:
+                    step.close()
+            else:
+                with anyio.CancelScope(deadline=deadline) as scope:
+                    running.scope = scope
+                    try:
+                        item = await agen.__anext__()
+                    except StopAsyncIteration:
+                        finished = True
+                        break
+                    finally:
+                        running.scope = None
+                if scope.cancelled_caught:
+                    raise Stopped
+            if output is not NOTHING:
+                raise after_result(entry.name, item)
+            if not isinstance(item, Progress):
+                output = item
+            elif sink is not None:
+                try:
+                    maybe = sink(item)
+                    if maybe is not None:
+                        await maybe
+                except Exception:
+                    logger.exception("the progress callback of %s raised", entry.name)
+    except GeneratorExit:
+        finished = True  # the stream was dropped unclosed: nothing may be awaited now
+        raise
+    finally:
+        if not finished:
+            # Close it here: inside whatever scopes the generator holds at its yield.
+            try:
+                await agen.aclose()
+            except Exception:
+                logger.exception("closing the stream of %s failed", entry.name)
+    if output is NOTHING:
+        raise no_result(entry.name)
+    return output
