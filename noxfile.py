@@ -51,10 +51,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff's lint rules and its formatter, in check mode."""
+    """ruff's lint rules and its formatter in check mode; the core's layer contract."""
     _sync(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("lint-imports")
 
 
 @nox.session

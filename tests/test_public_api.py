@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import types
+from pathlib import Path
 
+import pytest
 import toolweave
 
 PUBLIC_API = [
     "READ_ONLY_KINDS",
     "BuildReport",
+    "CallHook",
     "CallInfo",
     "CallResult",
     "Capabilities",
+    "Catalog",
     "ConfigError",
     "ConfigIssue",
     "Context",
@@ -21,10 +27,11 @@ PUBLIC_API = [
     "Environment",
     "ErasedTool",
     "ErrorKind",
-    "Catalog",
     "Expression",
     "ExpressionError",
     "Guard",
+    "GuardHook",
+    "HookCall",
     "Kind",
     "Lifecycle",
     "MemoryStateStore",
@@ -60,7 +67,9 @@ PUBLIC_API = [
     "UsageError",
     "Workspace",
     "__version__",
+    "check_config",
     "compile_expression",
+    "external_tool",
     "hookimpl",
     "kill_process_group",
     "load_packs",
@@ -113,3 +122,45 @@ def test_version_matches_distribution() -> None:
     from importlib.metadata import version
 
     assert toolweave.__version__ == version("toolweave")
+
+
+PUBLIC_PACKAGES = [
+    "toolweave",
+    "toolweave.authoring",
+    "toolweave.catalog",
+    "toolweave.runtime",
+    "toolweave.plugins",
+    "toolweave.formats",
+    "toolweave.state",
+    "toolweave.mcp",
+    "toolweave.testing",
+]
+
+
+@pytest.mark.parametrize("package", PUBLIC_PACKAGES)
+def test_public_packages_import_only_from_public_modules(package: str) -> None:
+    """A public package's ``__init__`` takes its public names from public modules of
+    its own or from its private modules, never from another package's private ones."""
+    module = importlib.import_module(package)
+    assert module.__file__ is not None
+    tree = ast.parse(Path(module.__file__).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("toolweave"):
+            parts = node.module.split(".")
+            private = [p for p in parts if p.startswith("_")]
+            if private:
+                owner = ".".join(parts[: parts.index(private[0])])
+                assert owner == package, f"{package} imports {node.module}"
+
+
+@pytest.mark.parametrize("package", PUBLIC_PACKAGES)
+def test_every_public_name_is_documented(package: str) -> None:
+    """Every class and function a public package exports has a docstring."""
+    module = importlib.import_module(package)
+    undocumented = [
+        name
+        for name in module.__all__
+        if (inspect.isclass(getattr(module, name)) or inspect.isfunction(getattr(module, name)))
+        and not inspect.getdoc(getattr(module, name))
+    ]
+    assert undocumented == []

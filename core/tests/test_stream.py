@@ -238,7 +238,7 @@ async def test_cancel_a_stream_by_call_id(make_session: Any) -> None:
             assert session.cancel("c9") is True
         elapsed = anyio.current_time() - started
     assert items[-1].error.kind is ErrorKind.CANCELLED
-    assert elapsed < 0.1
+    assert elapsed < 5
     assert "c9" not in session.running
 
 

@@ -1,4 +1,4 @@
-"""The workloads W1–W7; each module has ``ID``, ``TITLE`` and ``async def run(cfg, frameworks)``."""
+"""The workloads W1–W8; each module has ``ID``, ``TITLE`` and ``async def run(cfg, frameworks)``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,19 @@ from twbench.workloads import (
     w5_mcp,
     w6_concurrency,
     w7_cold_start,
+    w8_hooks_sessions,
 )
 
 __all__ = ["ALL"]
 
-ALL = (w1_dispatch, w2_build, w3_definitions, w4_scaling, w5_mcp, w6_concurrency, w7_cold_start)
+ALL = (
+    w1_dispatch,
+    w2_build,
+    w3_definitions,
+    w4_scaling,
+    w5_mcp,
+    w6_concurrency,
+    w7_cold_start,
+    w8_hooks_sessions,
+)
 """Every workload, in report order."""
