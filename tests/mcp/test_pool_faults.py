@@ -6,9 +6,11 @@ or freeze their server open their own.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -86,6 +88,24 @@ async def test_failing_servers_do_not_block_or_break_the_others(shared: Shared) 
     assert not any(n.startswith(("mcp__mute__", "mcp__missing__")) for n in session.external)
 
 
+async def test_start_up_against_a_hanging_server_stays_within_its_connect_timeout(
+    tmp_path: Path, host_session: Callable[..., Session], fault_server: Callable[..., Any]
+) -> None:
+    """A server that never answers its handshake: the pool's start-up, teardown included,
+    ends soon after the connect timeout, and the server process is gone."""
+    pid_file = tmp_path / "pid"
+    config = fault_server("--mute", f"--pid-file={pid_file}", connect_timeout=1500)
+    started = time.monotonic()
+    async with MCPPool(host_session(), {"mute": config}) as pool:
+        elapsed = time.monotonic() - started
+        assert pool.servers["mute"].state is not ServerState.ONLINE
+        assert "no handshake within 1500 ms" in (pool.servers["mute"].error or "")
+    assert elapsed < 1.5 + 1.0
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
 async def test_same_tool_names_and_built_in_names(shared: Shared) -> None:
     """Two servers' ``echo`` get distinct names; neither shadows the built-in ``echo``."""
     session, pool = shared.session, shared.pool
@@ -126,7 +146,7 @@ async def test_hanging_call_times_out_and_is_cancelled_on_the_server(shared: Sha
     elapsed = time.monotonic() - started
     assert result.error is not None
     assert result.error.kind == "timeout"
-    assert 0.9 < elapsed < 3.0
+    assert 0.5 < elapsed < 10  # ended by the 1 s timeout: not at once, not hanging
     after = await _stats(session)
     assert after["hang_started"] == before["hang_started"] + 1
     assert after["hang_cancelled"] == before["hang_cancelled"] + 1
@@ -146,7 +166,9 @@ async def test_cancelling_a_call_cancels_it_on_the_server(
     async with anyio.create_task_group() as tg:
         tg.start_soon(call)
         await eventually(lambda: "call-1" in session.running)
-        await anyio.sleep(0.1)
+        with anyio.fail_after(10):  # the server has the call
+            while (await _stats(session))["hang_started"] == before["hang_started"]:  # noqa: ASYNC110 - the server counts; no event crosses the wire
+                await anyio.sleep(0.02)
         assert session.cancel("call-1")
     assert results[0].error is not None
     assert results[0].error.kind == "cancelled"
@@ -205,7 +227,7 @@ async def test_a_burst_of_list_changed_is_coalesced(
     assert status["f"].list_changed > before["f"].list_changed
     for sid in servers:
         assert status[sid].syncs - before[sid].syncs <= 5, status[sid]
-    assert worst < 0.25
+    assert worst < 1.0  # a blocked host would stall for seconds
     assert (await session.call("mcp__legacy__after_burst", {})).text == "new"
 
 

@@ -62,15 +62,19 @@ async def exercise(client: Client, legacy_seen: list[Any], workspace: Path | Non
     assert added.structured_content == {"sum": 5}
 
     seen: list[tuple[float, float | None, str | None]] = []
+    all_seen = anyio.Event()
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, total, message))
+        if len(seen) == 3:
+            all_seen.set()
 
     counted = await client.call_tool("countdown", {"steps": 3}, progress_callback=on_progress)
     assert isinstance(counted.content[0], types.TextContent)
     assert counted.content[0].text == "counted 3"
-    await anyio.sleep(0.05)  # progress callbacks run as tasks
-    assert seen == [(1, 3, "step 1/3"), (2, 3, "step 2/3"), (3, 3, "step 3/3")]
+    with anyio.fail_after(5):  # progress callbacks run as tasks, maybe after the result
+        await all_seen.wait()
+    assert sorted(seen) == [(1, 3, "step 1/3"), (2, 3, "step 2/3"), (3, 3, "step 3/3")]
 
     failed = await client.call_tool("fail", {"message": "x"})
     assert failed.is_error
@@ -183,9 +187,8 @@ async def test_stdio_keeps_stray_output_off_the_wire_and_restores_the_streams(
                 assert isinstance(result.content[0], types.TextContent)
                 assert result.content[0].text == "read 0 characters"
     with anyio.fail_after(10):
-        while not report.exists():  # noqa: ASYNC110
+        while not report.exists():  # noqa: ASYNC110 - written whole (renamed into place)
             await anyio.sleep(0.02)
-        await anyio.sleep(0.05)
     assert json.loads(report.read_text()) == {
         "stdin_blocking": True,
         "stdout_blocking": True,

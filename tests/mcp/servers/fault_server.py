@@ -2,7 +2,8 @@
 
 Flags: ``--garbage`` writes lines that are not JSON-RPC to the real stdout at start and
 before every answer; ``--mute`` never answers anything (a server that hangs at start);
-``--tag=X`` makes ``echo`` answer ``X<text>`` (to tell servers apart).
+``--tag=X`` makes ``echo`` answer ``X<text>`` (to tell servers apart); ``--pid-file=PATH``
+writes the process id there first.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
+PID_FILE = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--pid-file=")), "")
+if PID_FILE:  # before the slow imports: the test kills the server soon
+    Path(PID_FILE).write_text(str(os.getpid()))
+
+import anyio  # noqa: E402
+from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
+from mcp.types import ToolAnnotations  # noqa: E402
 
 GARBAGE = "--garbage" in sys.argv
 TAG = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--tag=")), "")

@@ -38,5 +38,7 @@ if __name__ == "__main__":
         "stdin_is_pipe": stat.S_ISFIFO(os.fstat(0).st_mode),
         "stdout_is_pipe": stat.S_ISFIFO(os.fstat(1).st_mode),
     }
-    with open(sys.argv[1], "w") as out:
+    partial = f"{sys.argv[1]}.partial"
+    with open(partial, "w") as out:
         json.dump(report, out)
+    os.replace(partial, sys.argv[1])  # the test sees the whole report or none

@@ -296,7 +296,10 @@ class ServerConnection:
             deadline = anyio.current_time() + config.connect_timeout / 1000
             with anyio.CancelScope(deadline=deadline) as scope:
                 try:
-                    await self._session(open_target(config, closed, errlog), scope, closed)
+                    target = open_target(
+                        config, closed, errlog, lambda: self.state is not ServerState.ONLINE
+                    )
+                    await self._session(target, scope, closed)
                 except Exception as exc:
                     tail = _tail(errlog)
                     raise _ConnectionLost(

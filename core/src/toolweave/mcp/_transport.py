@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+import contextvars
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TextIO
 
@@ -10,7 +15,105 @@ import anyio
 
 from toolweave.mcp._config import ServerConfig
 
-__all__ = ["open_target"]
+__all__ = ["STOP_GRACE", "open_target"]
+
+STOP_GRACE = 0.5
+"""Seconds a healthy stdio server gets to exit after its stdin closes before it is killed
+(the SDK alone would wait 2 s, then SIGTERM and wait 2 s more)."""
+
+_spawned: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "toolweave_mcp_spawned", default=None
+)
+"""Where the SDK's stdio transport, while one of ours opens, reports the process it spawns."""
+
+
+def _hook_spawn() -> bool:
+    """Let :func:`_stdio` see the process the SDK's ``stdio_client`` spawns.
+
+    The SDK does not hand its process out; its (private) spawn function is wrapped once
+    to report the process to the opening task (a context variable, so only our own
+    transports are affected). Returns whether the hook is in place; if the SDK changed,
+    we fall back to its own, slower teardown.
+    """
+    import mcp.client.stdio as sdk
+
+    original = getattr(sdk, "_create_platform_compatible_process", None)
+    if original is None or sys.platform == "win32":
+        return False
+    if getattr(original, "toolweave_hook", False):
+        return True
+
+    async def spawn(*args: Any, **kwargs: Any) -> Any:
+        process = await original(*args, **kwargs)
+        seen = _spawned.get()
+        if seen is not None:
+            seen.append(process)
+        return process
+
+    spawn.toolweave_hook = True  # type: ignore[attr-defined]
+    sdk._create_platform_compatible_process = spawn
+    return True
+
+
+def _kill_group(process: Any) -> None:
+    """SIGKILL the server's process group (the SDK starts it in a session of its own)."""
+    if process.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+async def _exited(process: Any, within: float) -> bool:
+    with anyio.move_on_after(within):
+        while process.returncode is None:  # noqa: ASYNC110 - the SDK polls the same way
+            await anyio.sleep(0.01)
+    return process.returncode is not None
+
+
+@asynccontextmanager
+async def _stdio(
+    params: Any, errlog: TextIO | None, urgent: Callable[[], bool]
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio transport, but torn down within our budget: the server is ours,
+    so when ``urgent()`` says so at the end (it never completed its handshake) it is
+    killed at once; otherwise it gets :data:`STOP_GRACE` seconds after stdin closes."""
+    from mcp.client.stdio import stdio_client
+
+    transport = stdio_client(params) if errlog is None else stdio_client(params, errlog=errlog)
+    if not _hook_spawn():
+        async with transport as streams:
+            yield streams
+        return
+    seen: list[Any] = []
+    token = _spawned.set(seen)
+    try:
+        entered = transport.__aenter__()
+        streams = await entered
+    finally:
+        _spawned.reset(token)
+    try:
+        yield streams
+    except BaseException as exc:
+        await _stop(seen, urgent())
+        if not await transport.__aexit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        await _stop(seen, urgent())
+        await transport.__aexit__(None, None, None)
+
+
+async def _stop(seen: list[Any], urgent: bool) -> None:
+    with anyio.CancelScope(shield=True):
+        for process in seen:
+            if not urgent:
+                stdin = getattr(process, "stdin", None)
+                if stdin is not None:
+                    with contextlib.suppress(Exception):
+                        await stdin.aclose()
+                if await _exited(process, STOP_GRACE):
+                    continue
+            _kill_group(process)
+            await _exited(process, 2.0)
 
 
 class _WatchedReadStream:
@@ -76,24 +179,29 @@ async def _http(config: ServerConfig) -> AsyncIterator[tuple[Any, Any]]:
         yield streams
 
 
-def open_target(config: ServerConfig, closed: anyio.Event, errlog: TextIO | None) -> Any:
+def open_target(
+    config: ServerConfig,
+    closed: anyio.Event,
+    errlog: TextIO | None,
+    urgent: Callable[[], bool] = lambda: True,
+) -> Any:
     """What to hand ``mcp.Client`` for ``config``: a transport, or an in-process server.
 
     Args:
         config: The server's configuration.
         closed: Set when the connection's read side ends (stdio and HTTP transports).
         errlog: Where a stdio server's stderr goes.
+        urgent: Asked when a stdio connection closes: true kills the server at once
+            (it never finished connecting), false gives it :data:`STOP_GRACE` seconds.
     """
     if config.type == "memory":
         return config.server
     if config.type == "http":
         return _watched(_http(config), closed)
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.stdio import StdioServerParameters
 
     assert config.command is not None
     params = StdioServerParameters(
         command=config.command, args=list(config.args), env=dict(config.env), cwd=config.cwd
     )
-    if errlog is None:
-        return _watched(stdio_client(params), closed)
-    return _watched(stdio_client(params, errlog=errlog), closed)
+    return _watched(_stdio(params, errlog, urgent), closed)
