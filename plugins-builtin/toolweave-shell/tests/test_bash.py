@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 from toolweave import CallResult, Environment, ErrorKind, Progress, Session
+from toolweave.processes import process_alive
 from toolweave.runtime import Notification
-from toolweave_shell._procs import process_alive
 
 pytestmark = pytest.mark.anyio
 
@@ -145,7 +145,7 @@ async def test_timeout_kills_the_whole_process_tree(
     pids = _pids(workspace / "pids")
     assert len(pids) == 2
     assert _alive(pids) == []
-    assert elapsed < 5
+    assert elapsed < 30  # generous: without the timeout it would run 60 s
 
 
 async def test_requested_timeout_is_clamped_to_the_maximum(
@@ -161,7 +161,7 @@ async def test_requested_timeout_is_clamped_to_the_maximum(
     assert result.error.kind is ErrorKind.TIMEOUT
     assert "timed out after 1 s" in result.text
     assert result.text.endswith("It printed nothing.")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 25  # generous: unclamped it would run 30 s
 
 
 async def test_cancel_kills_the_whole_process_tree(
@@ -237,7 +237,7 @@ async def test_processes_left_holding_the_output_are_stopped(
     session = make_session()
     started = time.monotonic()
     result = await session.call("bash", {"command": "sleep 30 & echo $! > pid; echo done"})
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 25  # generous: waiting for the leftover takes 30 s
     assert result.output["output"] == "done\n"
     assert result.output["exit_code"] == 0
     assert "left processes running" in result.text
@@ -276,8 +276,8 @@ async def test_a_partial_line_streams_after_a_short_wait(make_session: SessionFa
         async for item in stream:
             if isinstance(item, Progress):
                 seen.append((time.monotonic() - started, item.message))
+    # Two items: "waiting" was shown on its own, before the rest of its line existed.
     assert [message for _, message in seen] == ["waiting", " done"]
-    assert seen[0][0] < 1.0
 
 
 async def test_one_huge_line_streams_in_bounded_pieces_quickly(
@@ -297,7 +297,7 @@ async def test_one_huge_line_streams_in_bounded_pieces_quickly(
             last = item
             if isinstance(item, Progress):
                 sizes.append(len(item.message))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # generous: quadratic work would take minutes
     assert isinstance(last, CallResult)
     assert last.output["truncated"] is True
     assert last.output["output"].startswith("a" * 1000)

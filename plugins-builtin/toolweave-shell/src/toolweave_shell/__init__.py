@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from toolweave_shell import _pack as pack
 from toolweave_shell._bash import Bash, BashArgs, BashOutput, BashParams
+from toolweave_shell._env import SAFE_VARIABLES
 from toolweave_shell._notify import EXECUTION_NOTIFICATIONS
 from toolweave_shell._task_tools import (
     KillTask,
@@ -24,7 +25,7 @@ from toolweave_shell._task_tools import (
     WaitTasksArgs,
     WaitTasksResult,
 )
-from toolweave_shell._tasks import BackgroundTasks, ShellTasks, TaskRecord, TaskStatus
+from toolweave_shell._tasks import BackgroundTasks, ShellTasks, TaskOwner, TaskRecord, TaskStatus
 from toolweave_shell._terminal import (
     BackgroundProcess,
     LocalTerminal,
@@ -34,6 +35,7 @@ from toolweave_shell._terminal import (
 
 __all__ = [
     "EXECUTION_NOTIFICATIONS",
+    "SAFE_VARIABLES",
     "BackgroundProcess",
     "BackgroundTasks",
     "Bash",
@@ -49,6 +51,7 @@ __all__ = [
     "TaskOutput",
     "TaskOutputArgs",
     "TaskOutputResult",
+    "TaskOwner",
     "TaskParams",
     "TaskRecord",
     "TaskStatus",

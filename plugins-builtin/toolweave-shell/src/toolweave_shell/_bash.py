@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
@@ -22,6 +21,7 @@ from toolweave import (
     ToolOutput,
 )
 
+from toolweave_shell._env import command_environment
 from toolweave_shell._notify import EXECUTION_NOTIFICATIONS, notify_end
 from toolweave_shell._output import PROGRESS_MAX_CHARS, CappedText, LineBatcher, cap_text
 from toolweave_shell._tasks import ShellTasks, start_background
@@ -92,6 +92,17 @@ class BashParams(BaseModel):
     max_output_chars: int = Field(default=30_000, ge=200)
     """Output beyond this keeps its first and last halves, with a marker in between."""
 
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables set for every command (foreground and background), over the rest."""
+
+    env_passthrough: list[str] = Field(default_factory=list)
+    """More variables of the host's environment commands get, besides the allow-list
+    ``SAFE_VARIABLES`` (names or ``fnmatch`` patterns, e.g. ``"PYTHON*"``)."""
+
+    inherit_env: bool = False
+    """Give commands the host's whole environment, secrets included (API keys, tokens).
+    Off by default: commands get the allow-list, ``env_passthrough`` and ``env``."""
+
     @model_validator(mode="after")
     def _default_within_max(self) -> BashParams:
         if self.default_timeout_ms > self.max_timeout_ms:
@@ -150,9 +161,17 @@ def terminal_of(ctx: Context) -> Terminal:
 
 
 def environment_of(ctx: Context) -> Mapping[str, str]:
-    """The environment commands get: the session's ``Environment``, else this process's."""
-    env = ctx.get(Environment)
-    return env.variables if env is not None else os.environ
+    """The environment commands get: the session's ``Environment`` when the host gave
+    one, else the allow-listed part of this process's (see :mod:`toolweave_shell._env`);
+    the ``env`` param on top."""
+    params = ctx.params(BashParams)
+    host = ctx.get(Environment)
+    return command_environment(
+        host.variables if host is not None else None,
+        inherit=params.inherit_env,
+        passthrough=params.env_passthrough,
+        extra=params.env,
+    )
 
 
 _DESCRIPTION = """\

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from toolweave import Capabilities, Context, Kind, Tool, ToolOutput
 
 from toolweave_shell._bash import describe_exit, terminal_of
-from toolweave_shell._tasks import BackgroundTasks, ShellTasks, TaskRecord, tasks_of
+from toolweave_shell._tasks import BackgroundTasks, ShellTasks, TaskRecord, owner_of, tasks_of
 
 __all__ = [
     "KillTask",
@@ -114,7 +114,7 @@ def _clamp_wait(ctx: Context, timeout: int | None) -> float:
 def _prepare(ctx: Context) -> tuple[ShellTasks, BackgroundTasks]:
     state = ctx.state(ShellTasks)
     manager = tasks_of(ctx)
-    manager.refresh(state, terminal_of(ctx), ctx.session_id)
+    manager.refresh(state, terminal_of(ctx), ctx.session_id, owner_of(ctx))
     return state, manager
 
 

@@ -3,7 +3,9 @@
 A task's record (command, status, exit code, where its output goes, how much of it
 the model has read) is persisted session state (:class:`ShellTasks`), so a host that
 restarts still knows its tasks. The live process handles are kept by
-:class:`BackgroundTasks`, a resource shared by the host's sessions. Output goes to a
+:class:`BackgroundTasks`, a resource that may be shared by the host's sessions; each
+handle remembers the session that started (or found again) its task, and closing that
+session stops its tasks, and only its. Output goes to a
 file per task; when a task ends, a small file beside it records the exit code, so an
 end seen by a host that then stopped is not lost either. A task whose process is gone
 with no such record is reported as ``lost``.
@@ -25,6 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import anyio
 import anyio.lowlevel
 from anyio.from_thread import run_sync as run_in_loop
 from pydantic import BaseModel, Field
@@ -38,9 +41,11 @@ from toolweave_shell._terminal import BackgroundProcess, Terminal, wait_reaped
 __all__ = [
     "BackgroundTasks",
     "ShellTasks",
+    "TaskOwner",
     "TaskRecord",
     "TaskStatus",
     "default_task_root",
+    "owner_of",
     "start_background",
 ]
 
@@ -135,12 +140,36 @@ def _complete_utf8(data: bytes) -> int:
     return size
 
 
+class TaskOwner:
+    """Stands for one :class:`~toolweave.Session` object among the owners of tasks.
+
+    The pack puts one into each session's own resources; closing the session stops the
+    tasks it owns. Compared by identity: two sessions with the same id (a host that
+    restarted) own their tasks separately.
+    """
+
+    __slots__ = ("session_id",)
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+
+    def __repr__(self) -> str:
+        return f"TaskOwner({self.session_id!r})"
+
+
+def owner_of(ctx: Context) -> TaskOwner | None:
+    """The owner of the tasks the calling session starts (``None``: no session closes them)."""
+    return ctx.resources.get(TaskOwner)
+
+
 class BackgroundTasks:
     """The live processes of background tasks, for every session of a host.
 
     The pack puts one into the resources of each session that has none; a host that
     wants task output elsewhere inserts its own (``BackgroundTasks(root=...)``) into the
-    shared resources first.
+    shared resources first. Shared or not, closing a session (:meth:`close_owner`,
+    called by the pack when the session closes) stops only the tasks that session
+    started or found again; :meth:`kill_all` stops every task, for a host shutting down.
 
     Args:
         root: The folder that holds one folder of task output per session.
@@ -151,6 +180,7 @@ class BackgroundTasks:
         self._live: dict[tuple[str, str], BackgroundProcess] = {}
         self._exits: dict[tuple[str, str], int | None] = {}
         self._killing: set[tuple[str, str]] = set()
+        self._owners: dict[tuple[str, str], TaskOwner] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -173,12 +203,14 @@ class BackgroundTasks:
         cwd: Path,
         env: Mapping[str, str],
         on_end: Callable[[str, int | None, bool], None] | None = None,
+        owner: TaskOwner | None = None,
     ) -> TaskRecord:
         """Start ``command`` as a new task of ``state`` and record it there.
 
         Args:
             on_end: Called from another thread when the task ends, with the task id, the
                 exit code and whether a tool killed it.
+            owner: The session whose closing stops the task (``None``: none does).
 
         Raises:
             ToolError: ``execution_error`` when the shell could not be started.
@@ -233,13 +265,23 @@ class BackgroundTasks:
         record.process = process.ref()
         with self._lock:
             self._live[key] = process
+            if owner is not None:
+                self._owners[key] = owner
         state.tasks[task_id] = record
         return record
 
     # -- keeping records true -----------------------------------------------------------
 
-    def refresh(self, state: ShellTasks, terminal: Terminal, session_id: str) -> None:
-        """Bring every running record of ``state`` up to date with its process."""
+    def refresh(
+        self,
+        state: ShellTasks,
+        terminal: Terminal,
+        session_id: str,
+        owner: TaskOwner | None = None,
+    ) -> None:
+        """Bring every running record of ``state`` up to date with its process.
+
+        A task whose process is found again (after a restart) is owned by ``owner``."""
         for record in state.tasks.values():
             if record.finished:
                 continue
@@ -263,6 +305,8 @@ class BackgroundTasks:
                     continue
                 with self._lock:
                     self._live[key] = live
+                    if owner is not None:
+                        self._owners.setdefault(key, owner)
             if not live.running and live.returncode is None:
                 ended = self._read_exit_file(record)
                 if ended is not None:
@@ -389,13 +433,32 @@ class BackgroundTasks:
         return head_text + marker + tail_text, True
 
     async def kill_all(self) -> None:
-        """Stop every task this host started or found again (for a host shutting down)."""
+        """Stop every task this host started or found again (for a host shutting down),
+        with every process each started, also those its shell left running."""
         with self._lock:
             items = list(self._live.items())
-            self._killing.update(key for key, _ in items)
-        for _, process in items:
-            if process.running:
-                await process.kill()
+            self._killing.update(key for key, process in items if process.running)
+        await self._stop(items)
+
+    async def close_owner(self, owner: TaskOwner) -> None:
+        """Stop the tasks ``owner`` started or found again, and their monitors (the pack
+        calls this when the owner's session closes). Other sessions' tasks go on."""
+        with self._lock:
+            keys = [key for key, held in self._owners.items() if held is owner]
+            items = [(key, self._live[key]) for key in keys if key in self._live]
+            self._killing.update(key for key, process in items if process.running)
+            for key in keys:
+                del self._owners[key]
+        await self._stop(items)
+
+    async def _stop(self, items: list[tuple[tuple[str, str], BackgroundProcess]]) -> None:
+        """Kill each process (even one whose shell ended: what it left may run)."""
+        with anyio.CancelScope(shield=True):
+            for _, process in items:
+                try:
+                    await process.kill()
+                except Exception:
+                    logger.exception("stopping background process %s failed", process.pid)
 
     def forget(self, session_id: str, task_id: str) -> None:
         """Drop the live handle of a finished task."""
@@ -404,6 +467,7 @@ class BackgroundTasks:
             self._live.pop(key, None)
             self._exits.pop(key, None)
             self._killing.discard(key)
+            self._owners.pop(key, None)
 
 
 def tasks_of(ctx: Context) -> BackgroundTasks:
@@ -425,7 +489,8 @@ async def start_background(
     or ``execution_failed``, delivered in the event loop that started it.
     """
     manager = tasks_of(ctx)
-    manager.refresh(state, terminal, ctx.session_id)
+    owner = owner_of(ctx)
+    manager.refresh(state, terminal, ctx.session_id, owner)
     token = anyio.lowlevel.current_token()
     session = ctx.session
     tool = ctx.entry.tool.fqid if ctx.entry is not None else ""
@@ -458,4 +523,5 @@ async def start_background(
         cwd=ctx.session.workspace,
         env=env,
         on_end=on_end,
+        owner=owner,
     )

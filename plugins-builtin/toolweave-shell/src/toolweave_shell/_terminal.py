@@ -12,21 +12,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 import anyio.abc
-
-from toolweave_shell._procs import (
-    boot_id,
-    group_alive,
-    kill_group,
-    process_alive,
-    signal_group,
-    start_ticks,
-)
+from toolweave.processes import ProcessTree, boot_id, process_alive
 
 __all__ = [
     "BackgroundProcess",
@@ -59,14 +51,14 @@ class RunningCommand(Protocol):
         ...
 
     async def kill(self) -> None:
-        """Stop the whole process group (children and grandchildren), even when cancelled."""
+        """Stop the command and every process it started (its tree), even when cancelled."""
         ...
 
     async def stop_leftovers(self) -> bool:
         """Once the output has ended: let the shell exit, then stop what it left running.
 
-        Processes the command started in its process group and left behind (``cmd &``
-        with its output redirected) are stopped; so is a shell that closed its output
+        Processes the command started and left behind (``cmd &`` with its output
+        redirected, ``setsid daemon``) are stopped; so is a shell that closed its output
         but does not exit. Runs even when cancelled.
 
         Returns:
@@ -78,7 +70,7 @@ class RunningCommand(Protocol):
         """Release the pipe and reap the process, even when cancelled.
 
         A command still running here was given up (its call was cancelled or failed,
-        or its stream was closed early): stop its whole group at once, with no more
+        or its stream was closed early): stop its whole tree at once, with no more
         than a short grace, so that the cancelled call returns promptly.
         """
         ...
@@ -107,15 +99,16 @@ class BackgroundProcess(Protocol):
         ...
 
     async def kill(self) -> None:
-        """Stop the whole process group, even when cancelled."""
+        """Stop the command and every process it started (its tree), even when cancelled."""
         ...
 
 
 class Terminal:
     """Runs shell commands for the shell tools; subclass it to run them elsewhere.
 
-    Every command runs in a process group of its own, so that stopping it stops
-    everything it started.
+    Every command runs in a session and process group of its own, and is tracked with
+    every process it starts (:class:`toolweave.processes.ProcessTree`), so that stopping
+    it stops everything it started, also what left its group.
     """
 
     async def run(self, command: str, *, cwd: Path, env: Mapping[str, str]) -> RunningCommand:
@@ -162,7 +155,7 @@ class LocalTerminal(Terminal):
 
     Args:
         shell: The shell that runs ``shell -c command`` (default: ``bash``, else ``sh``).
-        kill_grace: Seconds a process group gets to exit after SIGTERM before SIGKILL
+        kill_grace: Seconds a command's processes get to exit after SIGTERM before SIGKILL
             when a command is stopped on purpose (it ran out of time, a task is killed).
         cancel_grace: The same when a command is given up (its call cancelled, its
             stream closed early): short, so that a cancelled call returns at once.
@@ -183,16 +176,25 @@ class LocalTerminal(Terminal):
 
     async def run(self, command: str, *, cwd: Path, env: Mapping[str, str]) -> RunningCommand:
         """See :meth:`Terminal.run`."""
-        process = await anyio.open_process(
-            [self.shell, "-c", command],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-        )
-        return _PipedProcess(process, self.kill_grace, self.cancel_grace)
+        tag, tagged = ProcessTree.tag_environment(env)
+        try:
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process(
+                    [self.shell, "-c", command],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    cwd=cwd,
+                    env=tagged,
+                    start_new_session=True,
+                )
+        except BaseException:
+            # Interrupted after the fork (asyncio then kills the shell alone): whatever
+            # the shell started already carries the tag.
+            ProcessTree(-1, tag).kill_now()
+            raise
+        tree = ProcessTree(process.pid, tag)
+        return _PipedProcess(process, tree, self.kill_grace, self.cancel_grace)
 
     def spawn(
         self,
@@ -205,6 +207,7 @@ class LocalTerminal(Terminal):
     ) -> BackgroundProcess:
         """See :meth:`Terminal.spawn`."""
         output.parent.mkdir(parents=True, exist_ok=True)
+        tag, tagged = ProcessTree.tag_environment(env)
         with open(output, "ab") as sink:
             popen = subprocess.Popen(
                 [self.shell, "-c", command],
@@ -212,11 +215,11 @@ class LocalTerminal(Terminal):
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
-                env=dict(env),
+                env=tagged,
                 start_new_session=True,
                 close_fds=True,
             )
-        return _SpawnedProcess(popen, self.kill_grace, on_exit)
+        return _SpawnedProcess(popen, ProcessTree(popen.pid, tag), self.kill_grace, on_exit)
 
     def attach(self, ref: Mapping[str, Any]) -> BackgroundProcess | None:
         """See :meth:`Terminal.attach`."""
@@ -227,19 +230,26 @@ class LocalTerminal(Terminal):
         boot = ref.get("boot")
         if boot is not None and boot != boot_id():
             return None
-        process = _AttachedProcess(
-            pid, started if isinstance(started, int) else None, self.kill_grace
+        tag = ref.get("tag")
+        tree = ProcessTree(
+            pid,
+            tag if isinstance(tag, str) else None,
+            start=started if isinstance(started, int) else None,
         )
+        process = _AttachedProcess(tree, self.kill_grace)
         return process if process.running else None
 
 
 class _PipedProcess:
     """A foreground command started by :class:`LocalTerminal`."""
 
-    __slots__ = ("_cancel_grace", "_grace", "_process")
+    __slots__ = ("_cancel_grace", "_grace", "_process", "_tree")
 
-    def __init__(self, process: anyio.abc.Process, grace: float, cancel_grace: float) -> None:
+    def __init__(
+        self, process: anyio.abc.Process, tree: ProcessTree, grace: float, cancel_grace: float
+    ) -> None:
         self._process = process
+        self._tree = tree
         self._grace = grace
         self._cancel_grace = cancel_grace
 
@@ -260,42 +270,54 @@ class _PipedProcess:
             return b""
 
     async def kill(self) -> None:
-        await kill_group(self._process.pid, self._grace)
+        await self._tree.kill(self._grace)
 
     async def stop_leftovers(self) -> bool:
-        pgid = self._process.pid
-        left = False
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(self._grace):
                 await self._process.wait()
-            # Reaped, the shell no longer holds its id: a group still there is what it left.
-            left = signal_group(pgid, 0) and group_alive(pgid)
+            # Reaped, the shell is no longer a member: what is still there, it left.
+            left = self._tree.alive()
             if left:
-                await kill_group(pgid, self._grace)
+                await self._tree.kill(self._grace)
         return left
 
     async def aclose(self) -> None:
-        with anyio.CancelScope(shield=True):
-            if self._process.returncode is None:
-                await kill_group(self._process.pid, self._cancel_grace)
-            await self._process.aclose()
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._tree.kill(self._cancel_grace)
+                await self._process.aclose()
+        except BaseException:
+            self._tree.kill_now()  # the cancellation got through the shield
+            raise
 
 
 class _SpawnedProcess:
-    """A background command started by :class:`LocalTerminal` in this host."""
+    """A background command started by :class:`LocalTerminal` in this host.
 
-    __slots__ = ("_grace", "_popen", "_start")
+    A thread (its monitor) waits for the shell and reports its exit code."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], grace: float, on_exit: ExitCallback) -> None:
+    __slots__ = ("_grace", "_monitor", "_popen", "_tree")
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        tree: ProcessTree,
+        grace: float,
+        on_exit: ExitCallback,
+    ) -> None:
         self._popen = popen
+        self._tree = tree
         self._grace = grace
-        self._start = start_ticks(popen.pid)
 
         def watch() -> None:
             code = popen.wait()
             on_exit(code)
 
-        threading.Thread(target=watch, name=f"toolweave-task-{popen.pid}", daemon=True).start()
+        self._monitor = threading.Thread(
+            target=watch, name=f"toolweave-task-{popen.pid}", daemon=True
+        )
+        self._monitor.start()
 
     @property
     def pid(self) -> int:
@@ -310,47 +332,68 @@ class _SpawnedProcess:
         return self._popen.returncode
 
     def ref(self) -> dict[str, Any]:
-        return {"pid": self._popen.pid, "start": self._start, "boot": boot_id()}
+        return {
+            "pid": self._popen.pid,
+            "start": self._tree.start,
+            "boot": boot_id(),
+            "tag": self._tree.tag,
+        }
 
     async def kill(self) -> None:
-        await kill_group(self._popen.pid, self._grace)
-        await wait_reaped(self)
+        """Stop the tree, then wait (at most ``grace`` more) until the monitor is done."""
+        await self._tree.kill(self._grace)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(max(self._grace, 2.0)):
+            for delay in _polls():  # the monitor reports in the event loop: never block it
+                if not self._monitor.is_alive():
+                    break
+                await anyio.sleep(delay)
+
+
+def _polls() -> Iterator[float]:
+    """Sleep lengths for polling a state with no event to wait on: 5 ms up to 50 ms."""
+    delay = 0.005
+    while True:
+        yield delay
+        delay = min(delay * 2, 0.05)
 
 
 async def wait_reaped(process: BackgroundProcess, *, seconds: float = 2.0) -> None:
     """Wait (shielded, at most ``seconds``) until a killed process is seen gone."""
     with anyio.CancelScope(shield=True), anyio.move_on_after(seconds):
-        delay = 0.005
-        while process.running:  # ended by a signal already sent: no event to wait on
+        for delay in _polls():  # ended by a signal already sent: no event to wait on
+            if not process.running:
+                return
             await anyio.sleep(delay)
-            delay = min(delay * 2, 0.05)
 
 
 class _AttachedProcess:
     """A background command found again after the host restarted (not our child)."""
 
-    __slots__ = ("_grace", "_pid", "_start")
+    __slots__ = ("_grace", "_tree")
 
-    def __init__(self, pid: int, start: int | None, grace: float) -> None:
-        self._pid = pid
-        self._start = start
+    def __init__(self, tree: ProcessTree, grace: float) -> None:
+        self._tree = tree
         self._grace = grace
 
     @property
     def pid(self) -> int:
-        return self._pid
+        return self._tree.root
 
     @property
     def running(self) -> bool:
-        return process_alive(self._pid, self._start)
+        return process_alive(self._tree.root, self._tree.start)
 
     @property
     def returncode(self) -> int | None:
         return None
 
     def ref(self) -> dict[str, Any]:
-        return {"pid": self._pid, "start": self._start, "boot": boot_id()}
+        return {
+            "pid": self._tree.root,
+            "start": self._tree.start,
+            "boot": boot_id(),
+            "tag": self._tree.tag,
+        }
 
     async def kill(self) -> None:
-        if self.running:  # the id still names the process we started: its own group
-            await kill_group(self._pid, self._grace)
+        await self._tree.kill(self._grace)
