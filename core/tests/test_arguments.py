@@ -15,9 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
-from pydantic.json_schema import GenerateJsonSchema
 from toolweave import tool
-from toolweave.catalog._arguments import MISSING, compose, json_schema, kwargs_validator
+from toolweave.catalog._arguments import (
+    MISSING,
+    ArgumentsJsonSchema,
+    compose,
+    json_schema,
+    kwargs_validator,
+    model_arguments,
+)
 from toolweave.catalog._erasure import erase
 from typing_extensions import TypedDict
 
@@ -145,18 +151,29 @@ def _composed(cls: Any) -> Any:
     return schema
 
 
-def _both(cls: Any) -> tuple[Any, Any]:
-    composed = kwargs_validator(cls.args_spec[0], _composed(cls))
+def _both(cls: Any, *, strict: bool = False) -> tuple[Any, Any]:
+    """The composed validator and the Args model's, both under the argument policy."""
+    spec = cls.args_spec
+    schema = compose(spec[0], spec[3], strict=strict)
+    assert schema is not None
+    composed = kwargs_validator(spec[0], schema)
     assert composed is not None
-    return composed, cls.args_model.__pydantic_validator__
+    return composed, model_arguments(cls.args_model, strict=strict)[1]
 
 
+def _model_json_schema(cls: Any) -> dict[str, Any]:
+    """The JSON Schema of the Args model under the argument policy."""
+    return ArgumentsJsonSchema().generate(model_arguments(cls.args_model, strict=False)[0])
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["lax", "strict"])
 @pytest.mark.parametrize("annotation", ANNOTATIONS, ids=repr)
-def test_composed_validator_matches_the_model(annotation: Any) -> None:
+def test_composed_validator_matches_the_model(annotation: Any, strict: bool) -> None:
     """For every value, as JSON text and as Python data, with the parameter present,
-    missing or beside an unknown one: the same arguments or the same errors."""
+    missing or beside an unknown one, lax and strict: the same arguments or the same
+    errors."""
     cls = _function(annotation)
-    (from_json, from_python), model = _both(cls)
+    (from_json, from_python), model = _both(cls, strict=strict)
     cases: list[dict[str, Any]] = [{}, {"q": 1}, {"p": "ab", "zz": 1}]
     cases += [{"p": value} for value in VALUES]
     for args in cases:
@@ -187,9 +204,9 @@ def test_composed_json_schema_matches_the_model(annotation: Any, default: Any) -
     """The JSON Schema of the arguments is the model's, to the byte, whether assembled
     from per-type fragments or generated from the composed schema."""
     cls = _function(annotation, default)
-    expected = json.dumps(cls.args_model.model_json_schema())
+    expected = json.dumps(_model_json_schema(cls))
     assert json.dumps(json_schema(cls.args_spec[0], cls.args_spec[3])) == expected
-    assert json.dumps(GenerateJsonSchema().generate(_composed(cls))) == expected
+    assert json.dumps(ArgumentsJsonSchema().generate(_composed(cls))) == expected
 
 
 JSON = st.recursive(
@@ -290,4 +307,4 @@ def test_each_tool_owns_its_schema() -> None:
     assert one is not None
     one["properties"]["p"]["anyOf"][0]["items"]["type"] = "integer"
     other = json_schema(second.args_spec[0], second.args_spec[3])
-    assert other == second.args_model.model_json_schema()
+    assert other == _model_json_schema(second)

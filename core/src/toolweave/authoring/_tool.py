@@ -6,7 +6,7 @@ import enum
 import inspect
 import re
 import typing
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
@@ -117,6 +117,9 @@ class Capabilities:
             thread so it cannot stall the event loop; declare ``False`` for quick, pure
             functions to run them inline.
         timeout: Default deadline of a call in seconds; ``None`` uses the session's default.
+        strict_arguments: ``True`` validates arguments without lax coercion (``"5"`` is
+            not an int, ``true`` not a number, ``1`` not a bool); ``False`` allows it;
+            ``None`` (the default) is strict unless the tool is read-only.
     """
 
     read_only: bool | None = None
@@ -124,6 +127,7 @@ class Capabilities:
     concurrency_safe: bool | None = None
     blocking: bool = True
     timeout: float | None = None
+    strict_arguments: bool | None = None
 
 
 StateAccess = Literal["exclusive", "shared"]
@@ -177,6 +181,9 @@ class Tool(Generic[ArgsT, OutputT]):
         lifecycle: Whether this version is active, deprecated or removed.
         replacement: For a deprecated or removed version: what to use instead (another
             version of this tool, or another tool's id).
+        examples: Argument objects (as the model would send them) that the tool is
+            called with by the conformance kit (:mod:`toolweave.testing`), in a scratch
+            workspace; without any, the kit generates minimal arguments from the schema.
         args_model: The ``Args`` model (derived from the generic parameters).
         output_type: The ``Output`` type (derived from the generic parameters).
     """
@@ -196,6 +203,7 @@ class Tool(Generic[ArgsT, OutputT]):
     version: ClassVar[str] = "1"
     lifecycle: ClassVar[Lifecycle] = Lifecycle.ACTIVE
     replacement: ClassVar[str | None] = None
+    examples: ClassVar[tuple[dict[str, Any], ...]] = ()
     args_model: ClassVar[type[BaseModel]]
     output_type: ClassVar[Any] = str
 
@@ -356,6 +364,8 @@ def tool(
     lifecycle: Lifecycle = Lifecycle.ACTIVE,
     replacement: str | None = None,
     emitted_notifications: tuple[str, ...] = (),
+    strict_arguments: bool | None = None,
+    examples: Iterable[dict[str, Any]] = (),
 ) -> Callable[[Callable[..., Any]], type[FunctionTool]]: ...
 
 
@@ -379,6 +389,8 @@ def tool(
     lifecycle: Lifecycle = Lifecycle.ACTIVE,
     replacement: str | None = None,
     emitted_notifications: tuple[str, ...] = (),
+    strict_arguments: bool | None = None,
+    examples: Iterable[dict[str, Any]] = (),
 ) -> type[FunctionTool] | Callable[[Callable[..., Any]], type[FunctionTool]]:
     """Turn a typed function (sync or async) into a tool class.
 
@@ -399,6 +411,9 @@ def tool(
         ...     return a + b
         >>> add.id, sorted(add.args_model.model_fields)
         ('add', ['a', 'b'])
+
+    ``strict_arguments`` and ``examples`` are as on :class:`Capabilities` and
+    :class:`Tool`; the other options set the class attributes of the same names.
 
     Returns:
         A :class:`FunctionTool` subclass; register it with ``ToolSetBuilder.add``.
@@ -439,6 +454,7 @@ def tool(
             concurrency_safe=concurrency_safe,
             blocking=blocking,
             timeout=timeout,
+            strict_arguments=strict_arguments,
         )
         attrs: dict[str, Any] = {
             "id": tool_id,
@@ -455,6 +471,7 @@ def tool(
             "lifecycle": Lifecycle(lifecycle),
             "replacement": replacement,
             "emitted_notifications": emitted_notifications,
+            "examples": tuple(dict(example) for example in examples),
             "args_spec": (
                 model_name,
                 func.__module__,

@@ -13,11 +13,20 @@ with the same types and locations; the JSON Schema is the model's, byte for byte
 Where that cannot be guaranteed (a ``Field(...)`` default, an alias, a dataclass or
 TypedDict parameter, an annotation pydantic cannot take alone, one definition used by
 two parameters) the tool falls back to its ``Args`` model.
+
+Every validator of arguments, composed or a model's, applies one policy
+(:func:`argument_schema`): unknown fields are rejected at every depth, not only at the
+top (a nested model, dataclass or TypedDict that says nothing about extra fields is
+validated as ``extra="forbid"``; one that configures ``extra`` keeps its choice), and a
+strict validator takes no lax coercion of scalars (``"5"`` for an int, ``true`` for a
+number, ``1`` for a bool). The JSON Schema says the same: ``additionalProperties:
+false`` on every object whose unknown fields are rejected.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import typing
 import warnings
 from collections.abc import Callable
@@ -25,13 +34,22 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, PydanticUserError, TypeAdapter
 from pydantic.fields import FieldInfo
-from pydantic.json_schema import GenerateJsonSchema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import PydanticUndefined, SchemaValidator, core_schema
 
 if TYPE_CHECKING:
     from toolweave.authoring._tool import Parameter
 
-__all__ = ["MISSING", "compose", "json_schema", "kwargs_validator"]
+__all__ = [
+    "MISSING",
+    "ArgumentsJsonSchema",
+    "argument_schema",
+    "build_validator",
+    "compose",
+    "json_schema",
+    "kwargs_validator",
+    "model_arguments",
+]
 
 MISSING: Any = PydanticUndefined
 """The default of a parameter without one."""
@@ -41,13 +59,20 @@ class _FieldType:
     """One parameter type: its core schema, the references it defines and, on first
     use, its JSON Schema as a field (``None`` when only full generation is faithful)."""
 
-    __slots__ = ("_json", "_json_done", "refs", "schema")
+    __slots__ = ("_json", "_json_done", "_strict", "refs", "schema")
 
     def __init__(self, schema: core_schema.CoreSchema, refs: frozenset[str]) -> None:
         self.schema = schema
         self.refs = refs
         self._json: dict[str, Any] | None = None
         self._json_done = False
+        self._strict: core_schema.CoreSchema | None = None
+
+    def strict(self) -> core_schema.CoreSchema:
+        """The schema without lax coercion of scalars (built on first use)."""
+        if self._strict is None:
+            self._strict = argument_schema(self.schema, strict=True)
+        return self._strict
 
     def json(self) -> dict[str, Any] | None:
         """The field's JSON Schema; its ``title`` is ``None`` where pydantic would put
@@ -55,7 +80,7 @@ class _FieldType:
         if not self._json_done:
             self._json_done = True
             if not self.refs:
-                generator = GenerateJsonSchema()
+                generator = ArgumentsJsonSchema()
                 fragment = generator.generate(self.schema)
                 if "title" not in fragment and generator.field_title_should_be_set(self.schema):
                     fragment["title"] = None
@@ -74,13 +99,151 @@ _ARGS_CONFIG = ConfigDict(extra="forbid")
 _FIELD_ONLY = ("alias", "validation_alias", "default_factory")
 
 
-def compose(title: str, parameters: tuple[Parameter, ...]) -> core_schema.CoreSchema | None:
+_SCALARS = frozenset({"int", "float", "bool"})
+"""Core schema types whose lax mode coerces (``"5"`` → 5, ``true`` → 1, ``1`` → True)."""
+_NOT_SCHEMAS = frozenset({"cls", "config", "default", "expected", "members", "metadata"})
+"""Keys of a core schema whose values are data, not schemas."""
+
+
+def argument_schema(schema: core_schema.CoreSchema, *, strict: bool) -> core_schema.CoreSchema:
+    """``schema`` with the argument policy applied, as a copy.
+
+    Every model, dataclass and TypedDict inside rejects unknown fields unless its own
+    config sets ``extra``; with ``strict``, every int, float and bool takes no lax
+    coercion (a JSON int is still a float; enums, dates and nested objects are read as
+    from JSON, as the lax schema reads them).
+
+    Args:
+        schema: A core schema (a model's, or a parameter type's).
+        strict: Whether scalars are validated strictly.
+    """
+    return _policy(schema, strict)  # type: ignore[no-any-return]
+
+
+def _own_extra(cls: Any) -> bool:
+    """Whether the class behind a core schema configures ``extra`` itself."""
+    config = getattr(cls, "model_config", None)
+    if not isinstance(config, dict):
+        config = getattr(cls, "__pydantic_config__", None)
+    return isinstance(config, dict) and "extra" in config
+
+
+def _policy(node: Any, strict: bool) -> Any:
+    if isinstance(node, list):
+        return [_policy(item, strict) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: v if k in _NOT_SCHEMAS else _policy(v, strict) for k, v in node.items()}
+    kind = out.get("type")
+    if kind == "model":
+        inner = out.get("schema")
+        if (
+            isinstance(inner, dict)
+            and inner.get("type") == "model-fields"
+            and "extra_behavior" not in inner
+            and not _own_extra(out.get("cls"))
+        ):
+            out["schema"] = {**inner, "extra_behavior": "forbid"}
+    elif kind == "dataclass":
+        inner = out.get("schema")
+        if isinstance(inner, dict) and not _own_extra(out.get("cls")):
+            out["schema"] = {**inner, "extra_behavior": "forbid"}
+            out["config"] = {**out.get("config", {}), "extra_fields_behavior": "forbid"}
+    elif kind == "typed-dict":
+        if not _own_extra(out.get("cls")):
+            out["extra_behavior"] = "forbid"
+    elif strict and kind in _SCALARS and "strict" not in out:
+        out["strict"] = True
+    return out
+
+
+class ArgumentsJsonSchema(GenerateJsonSchema):
+    """JSON Schema generation that shows the argument policy: ``additionalProperties:
+    false`` on a model whose unknown fields :func:`argument_schema` rejects."""
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        """The model's JSON Schema, closed when its core schema forbids extra fields."""
+        json_schema = super().model_schema(schema)
+        inner: Any = schema.get("schema")
+        if (
+            isinstance(inner, dict)
+            and inner.get("extra_behavior") == "forbid"
+            and "additionalProperties" not in json_schema
+        ):
+            json_schema["additionalProperties"] = False
+        return json_schema
+
+
+_models: dict[tuple[type[BaseModel], bool], tuple[core_schema.CoreSchema, SchemaValidator]] = {}
+
+
+def model_arguments(
+    model: type[BaseModel], *, strict: bool
+) -> tuple[core_schema.CoreSchema, SchemaValidator]:
+    """The core schema and validator of ``model`` used as a tool's arguments (see
+    :func:`argument_schema`); built once per model and strictness.
+
+    The validator returns instances of ``model`` itself.
+    """
+    key = (model, strict)
+    hit = _models.get(key)
+    if hit is None:
+        if not model.__pydantic_complete__:
+            model.model_rebuild(force=True)
+        schema = argument_schema(model.__pydantic_core_schema__, strict=strict)
+        hit = _models[key] = (schema, build_validator(schema))
+    return hit
+
+
+_BUILDING = threading.Lock()
+
+
+def build_validator(
+    schema: core_schema.CoreSchema, config: core_schema.CoreConfig | None = None
+) -> SchemaValidator:
+    """A validator of ``schema`` that follows the schema, nested models included.
+
+    pydantic-core reuses the validator a complete model (or TypedDict) carries instead
+    of building one from its schema; that validator knows nothing of the argument
+    policy. While this validator is built, the classes in ``schema`` are marked
+    incomplete (then restored), so their schemas, as given, are used.
+    """
+    classes: dict[type[Any], None] = {}
+    _classes(schema, classes)
+    with _BUILDING:
+        flipped = [c for c in classes if c.__dict__.get("__pydantic_complete__") is True]
+        try:
+            for cls in flipped:
+                cls.__pydantic_complete__ = False
+            return SchemaValidator(schema, config)
+        finally:
+            for cls in flipped:
+                cls.__pydantic_complete__ = True
+
+
+def _classes(node: Any, into: dict[type[Any], None]) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _classes(item, into)
+    elif isinstance(node, dict):
+        cls = node.get("cls")
+        if isinstance(cls, type) and node.get("type") in ("model", "typed-dict", "dataclass"):
+            into[cls] = None
+        for key, value in node.items():
+            if key not in _NOT_SCHEMAS:
+                _classes(value, into)
+
+
+def compose(
+    title: str, parameters: tuple[Parameter, ...], *, strict: bool = False
+) -> core_schema.CoreSchema | None:
     """The schema of a function's arguments as a typed dict: what its ``Args`` model
     validates and documents, without the model; ``None`` when only the model is faithful.
 
     Args:
         title: The ``Args`` model's name.
         parameters: The function's parameters, in order.
+        strict: Validate scalars without lax coercion (see :func:`argument_schema`).
     """
     fields: dict[str, core_schema.TypedDictField] = {}
     seen: set[str] = set()
@@ -90,7 +253,7 @@ def compose(title: str, parameters: tuple[Parameter, ...]) -> core_schema.CoreSc
         found = _field_schema(annotation)
         if found is None:
             return None
-        schema, refs = found.schema, found.refs
+        schema, refs = (found.strict() if strict else found.schema), found.refs
         if refs & seen:
             return None  # one definition used twice needs the model's definitions
         seen |= refs
@@ -113,7 +276,7 @@ def kwargs_validator(
     """``(validate_json, validate_python)`` for a schema from :func:`compose`, both
     returning keyword arguments; ``None`` if pydantic-core refuses the schema."""
     try:
-        validator = SchemaValidator(schema, core_schema.CoreConfig(title=title))
+        validator = build_validator(schema, core_schema.CoreConfig(title=title))
     except Exception:
         return None
     return validator.validate_json, validator.validate_python
@@ -134,7 +297,7 @@ def json_schema(title: str, parameters: tuple[Parameter, ...]) -> dict[str, Any]
         fragment = None if found is None else found.json()
         if fragment is None or not (default is MISSING or _json_native(default)):
             schema = compose(title, parameters)
-            return None if schema is None else GenerateJsonSchema().generate(schema)
+            return None if schema is None else ArgumentsJsonSchema().generate(schema)
         field = _copied(fragment)  # each tool owns its schema: callers may edit theirs
         if field.get("title", "") is None:
             field["title"] = name.title().replace("_", " ").strip()
@@ -208,6 +371,7 @@ def _generate(annotation: Any) -> tuple[_FieldType | None, bool]:
             return None, False
     if caught:
         return None, True  # pydantic had something to say about it alone: use the model
+    schema = argument_schema(schema, strict=False)
     refs: set[str] = set()
     if not _collect_refs(schema, refs):
         return None, True

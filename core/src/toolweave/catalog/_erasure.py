@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import reprlib
 from collections.abc import AsyncIterator, Callable, Mapping
-from functools import cache, partial
+from functools import partial
 from typing import Any, final
 
-from pydantic import BaseModel, ConfigDict, RootModel, TypeAdapter, ValidationError
-from pydantic_core import to_jsonable_python
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from toolweave.catalog._arguments import compose, json_schema, kwargs_validator
 from toolweave._threads import run_in_worker
-from toolweave.errors import ErrorKind, ToolError
 from toolweave.authoring._tool import (
     READ_ONLY_KINDS,
     Capabilities,
@@ -31,60 +30,91 @@ from toolweave.authoring._tool import (
     Parameter,
     Tool,
 )
+from toolweave.catalog._arguments import (
+    ArgumentsJsonSchema,
+    compose,
+    json_schema,
+    kwargs_validator,
+    model_arguments,
+)
+from toolweave.errors import ErrorKind, ToolError
 
 __all__ = [
     "ErasedTool",
     "erase",
-    "forbid_unknown_fields",
     "format_validation_error",
     "invalid_arguments",
+    "model_text",
     "read_only_as",
+    "strict_arguments_as",
     "unreadable_arguments",
     "validation_problems",
 ]
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def model_text(text: str) -> str:
+    """``text`` as valid UTF-8: surrogates that pair up are joined into their character,
+    lone ones become U+FFFD. Text that needs no change is returned as it is (ASCII text
+    is recognised without a scan)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _dump_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return model_text(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
 
 
 def _finish_str(value: Any) -> tuple[Any, str]:
     if type(value) is str:
-        return value, value
+        text = model_text(value)
+        return text, text
     return _finish_any(value)
 
 
 def _finish_any(value: Any) -> tuple[Any, str]:
     if isinstance(value, str):
-        return str(value), str(value)
+        text = model_text(str(value))
+        return text, text
     if isinstance(value, BaseModel):
-        output = value.model_dump(mode="json")
-        to_model = getattr(value, "to_model", None)
-        text = to_model() if callable(to_model) else value.model_dump_json()
-        return output, text
-    output = to_jsonable_python(value)
+        return _finish_model(value)
+    try:
+        output = to_jsonable_python(value)
+    except UnicodeError:  # a lone surrogate where the dump needs UTF-8 (a key)
+        output = to_jsonable_python(_valid_strings(value))
     return output, _dump_json(output)
 
 
-@cache
-def forbid_unknown_fields(model: type[BaseModel]) -> type[BaseModel]:
-    """The model that validates a tool's arguments: ``model`` itself when its config
-    says what to do with unknown fields, else a subclass that rejects them.
+def _valid_strings(value: Any) -> Any:
+    """``value`` with every string in its containers made valid (see :func:`model_text`)."""
+    if isinstance(value, str):
+        return model_text(value)
+    if isinstance(value, dict):
+        return {_valid_strings(k): _valid_strings(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_valid_strings(item) for item in value]
+    return value
 
-    Argument models reject unknown fields by default, so a model that invents a
-    parameter is told so instead of having it silently dropped. Built once per model.
-    """
-    if "extra" in model.model_config or issubclass(model, RootModel):
-        return model
-    namespace: dict[str, Any] = {
-        "__module__": model.__module__,
-        "__qualname__": model.__qualname__,
-        "__doc__": model.__doc__,
-        "model_config": ConfigDict(extra="forbid"),
-    }
-    metaclass: Any = type(model)
-    strict: type[BaseModel] = metaclass(model.__name__, (model,), namespace)
-    return strict
+
+def _finish_model(value: BaseModel) -> tuple[Any, str]:
+    output = value.model_dump(mode="json")
+    to_model = getattr(value, "to_model", None)
+    try:
+        text = to_model() if callable(to_model) else value.model_dump_json()
+    except PydanticSerializationError:
+        # Text the JSON encoder refuses (a lone surrogate): the dump, made valid.
+        return output, _dump_json(output)
+    return output, model_text(text)
+
+
+def strict_arguments_as(capabilities: Capabilities, kind: Kind) -> bool:
+    """Whether a tool validates its arguments strictly (no ``"5"`` for 5, no ``true``
+    for 1): as its capabilities declare, else strictly unless it is read-only."""
+    declared = capabilities.strict_arguments
+    return not read_only_as(capabilities, kind) if declared is None else declared
 
 
 def read_only_as(capabilities: Capabilities, kind: Kind) -> bool:
@@ -104,7 +134,7 @@ def unreadable_arguments(exc: Exception) -> ToolError:
         )
     return ToolError(
         ErrorKind.INVALID_PARAMS,
-        f"arguments could not be read: {type(exc).__name__}: {_exception_text(exc)}",
+        model_text(f"arguments could not be read: {type(exc).__name__}: {_exception_text(exc)}"),
     )
 
 
@@ -125,6 +155,8 @@ class ErasedTool:
         state_types: The state models the tool declares (what ``ctx.state`` may read).
         state_locks: The declared models whose locks a call holds while it runs
             (``None`` when none: no state, or ``state_access = "shared"``).
+        strict_arguments: Whether arguments are validated without lax coercion of
+            scalars (see :func:`strict_arguments_as`).
     """
 
     __slots__ = (
@@ -156,6 +188,7 @@ class ErasedTool:
         "state_locks",
         "state_types",
         "streaming",
+        "strict_arguments",
         "tool",
         "version",
     )
@@ -188,6 +221,7 @@ class ErasedTool:
         replacement: str | None = None,
         emitted_notifications: tuple[str, ...] = (),
         tool: Tool[Any, Any] | None = None,
+        strict_arguments: bool = False,
     ) -> None:
         self.id = id
         self.namespace = namespace
@@ -218,6 +252,7 @@ class ErasedTool:
         self.replacement = replacement
         self.emitted_notifications = emitted_notifications
         self.tool = tool
+        self.strict_arguments = strict_arguments
         if args_model is not None or args_of is not None:
             self._validate_json: Callable[[Any], Any] = self._bootstrap_json
             self._validate_python: Callable[[Any], Any] = self._bootstrap_python
@@ -249,7 +284,8 @@ class ErasedTool:
                 self._schema = json_schema(*plain)
             if self._schema is None:
                 assert self.args_model is not None
-                self._schema = forbid_unknown_fields(self.args_model).model_json_schema()
+                schema = model_arguments(self.args_model, strict=False)[0]
+                self._schema = ArgumentsJsonSchema().generate(schema)
         return self._schema
 
     def parse(self, raw: Any) -> Any:
@@ -282,14 +318,12 @@ class ErasedTool:
         )
 
     def _capture(self) -> None:
+        strict = self.strict_arguments
         if self._args_of is not None:
-            self._validate_json, self._validate_python = _function_validators(self._args_of)
+            self._validate_json, self._validate_python = _function_validators(self._args_of, strict)
             return
         assert self.args_model is not None
-        model = forbid_unknown_fields(self.args_model)
-        if not model.__pydantic_complete__:
-            model.model_rebuild(force=True)
-        validator = model.__pydantic_validator__
+        validator = model_arguments(self.args_model, strict=strict)[1]
         self._validate_json = validator.validate_json
         self._validate_python = validator.validate_python
 
@@ -326,16 +360,17 @@ def _plain_parameters(cls: type[FunctionTool]) -> tuple[str, tuple[Parameter, ..
 
 
 def _function_validators(
-    cls: type[FunctionTool],
+    cls: type[FunctionTool], strict: bool
 ) -> tuple[Callable[[Any], dict[str, Any]], Callable[[Any], dict[str, Any]]]:
     """Validators of an ``@tool`` function's arguments, returning its keyword arguments:
-    composed without a model where that is faithful, else the ``Args`` model's."""
+    composed without a model where that is faithful, else the ``Args`` model's (both
+    under the argument policy, see :func:`~toolweave.catalog._arguments.argument_schema`)."""
     plain = _plain_parameters(cls)
-    schema = None if plain is None else compose(*plain)
+    schema = None if plain is None else compose(*plain, strict=strict)
     composed = None if plain is None or schema is None else kwargs_validator(plain[0], schema)
     if composed is not None:
         return composed
-    validator = cls.args_model.__pydantic_validator__
+    validator = model_arguments(cls.args_model, strict=strict)[1]
 
     def from_json(raw: Any) -> dict[str, Any]:
         return validator.validate_json(raw).__dict__  # type: ignore[no-any-return]
@@ -378,25 +413,75 @@ def _invoke_method(tool: Tool[Any, Any]) -> tuple[Callable[[Any, Any], Any], boo
     return in_thread, True
 
 
-def _finisher(output_type: Any) -> Callable[[Any], tuple[Any, str]]:
-    if output_type is str:
-        return _finish_str
-    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
-        return _finish_any
+def _finisher(output_type: Any, tool_id: str) -> Callable[[Any], tuple[Any, str]]:
+    """How a tool's output becomes ``(output, text)``, chosen once per tool.
+
+    The declared ``Output`` is enforced: a value of another shape goes through
+    validation as ``Output`` (a dict for a model, ...), and what does not validate is an
+    ``execution_error`` naming the tool's bug. An instance of an ``Output`` class costs
+    no validation.
+    """
     if output_type is Any or output_type is None or output_type is type(None):
         return _finish_any
+    if output_type is str:
+        return partial(_finish_declared_str, tool_id)
+    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
+        model: type[BaseModel] = output_type
+
+        def finish_model(value: Any) -> tuple[Any, str]:
+            if isinstance(value, model):
+                return _finish_model(value)
+            try:
+                checked = model.model_validate(value)
+            except ValidationError as exc:
+                raise _wrong_output(tool_id, value, model, exc) from None
+            return _finish_model(checked)
+
+        return finish_model
     adapter: TypeAdapter[Any] | None = None
+    plain_class = isinstance(output_type, type)
 
     def finish(value: Any) -> tuple[Any, str]:
         nonlocal adapter
-        if isinstance(value, (str, BaseModel)):
-            return _finish_any(value)
         if adapter is None:
             adapter = TypeAdapter(output_type)
-        output = adapter.dump_python(value, mode="json")
+        if not (plain_class and isinstance(value, output_type)):
+            try:
+                value = adapter.validate_python(value)
+            except ValidationError as exc:
+                raise _wrong_output(tool_id, value, output_type, exc) from None
+        try:
+            output = adapter.dump_python(value, mode="json")
+        except (UnicodeError, PydanticSerializationError):
+            output = to_jsonable_python(_valid_strings(adapter.dump_python(value)))
         return output, _dump_json(output)
 
     return finish
+
+
+def _finish_declared_str(tool_id: str, value: Any) -> tuple[Any, str]:
+    if type(value) is str or isinstance(value, str):
+        text = model_text(str(value))
+        return text, text
+    raise _wrong_output(tool_id, value, str, None)
+
+
+def _wrong_output(
+    tool_id: str, value: Any, declared: Any, exc: ValidationError | None
+) -> ToolError:
+    """The ``execution_error`` of a tool whose output does not match its ``Output``."""
+    name = getattr(declared, "__name__", None) if isinstance(declared, type) else None
+    shown = name or repr(declared)
+    message = (
+        f"{tool_id} returned a {type(value).__name__} ({_preview(value)}), but its "
+        f"declared Output is {shown}"
+    )
+    if exc is not None:
+        problems = validation_problems(exc)
+        more = len(problems) - 3
+        message += ": " + "; ".join(problems[:3]) + (f"; and {more} more" if more > 0 else "")
+    message += ". This is a bug in the tool, not in the call; retrying will not help."
+    return ToolError(ErrorKind.EXECUTION_ERROR, model_text(message))
 
 
 def _state_models(tool_id: str, declared: Any) -> tuple[type[BaseModel], ...]:
@@ -461,7 +546,7 @@ def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> 
         invoke=invoke,
         open_stream=open_stream,
         is_coroutine=is_coroutine,
-        finish=_finisher(cls.output_type),
+        finish=_finisher(cls.output_type, tool_id),
         args_model=args_model,
         args_of=cls if function else None,
         origin=origin,
@@ -475,6 +560,7 @@ def erase(tool: Tool[Any, Any] | type[Tool[Any, Any]], origin: str = "host") -> 
         replacement=cls.replacement,
         emitted_notifications=tuple(cls.emitted_notifications),
         tool=instance,
+        strict_arguments=strict_arguments_as(cls.capabilities, Kind(cls.kind)),
     )
 
 
@@ -547,7 +633,7 @@ def validation_problems(
 
 def invalid_arguments(tool_name: str, problems: list[str]) -> str:
     """The message of an ``invalid_params`` error listing ``problems``."""
-    return f"Invalid arguments for {tool_name}: " + "; ".join(problems) + "."
+    return model_text(f"Invalid arguments for {tool_name}: " + "; ".join(problems) + ".")
 
 
 def format_validation_error(
