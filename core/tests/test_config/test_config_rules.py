@@ -35,7 +35,8 @@ def test_known_tool_builds(builder):
 
 
 def test_bare_id_in_two_namespaces_is_ambiguous(make_builder, samples):
-    """A bare id registered in two namespaces must be written namespace:id."""
+    """A bare id registered in two namespaces must be written namespace:id; the tool
+    chosen keeps its bare id as its name (nothing else of that name is configured)."""
 
     class OtherBash(samples.Bash):
         namespace = "sandbox"
@@ -45,8 +46,8 @@ def test_bare_id_in_two_namespaces_is_ambiguous(make_builder, samples):
     assert issue.tag == "ambiguous_id"
     assert sorted(issue.expected) == ["sandbox:bash", "shell:bash"]
     toolset = b.build({"tools": ["sandbox:bash"]})
-    assert toolset.names == ["sandbox__bash"]
-    assert toolset["sandbox__bash"].tool.fqid == "sandbox:bash"
+    assert toolset.names == ["bash"]
+    assert toolset["bash"].tool.fqid == "sandbox:bash"
 
 
 # -- params ------------------------------------------------------------------------------------

@@ -21,19 +21,25 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from toolweave.catalog._erasure import read_only_as
-from toolweave.catalog._expr import ExpressionError, SetView, ToolFacts, arg_fields, compile_expression
-from toolweave.catalog._merge import BuildReport, Candidate, SkippedEntry, merge_layers
-from toolweave.catalog._versions import DeprecatedVersionWarning, choose_version
-from toolweave.catalog._config import ToolConfig, ToolSetConfig, _config_issues, _parse_config
-from toolweave.errors import ConfigError, ConfigIssue
-from toolweave.catalog._templates import TemplateProblem, TemplateRenderer, problem_issue
 from toolweave.authoring._tool import Kind
+from toolweave.catalog._config import ToolConfig, ToolSetConfig, _config_issues, _parse_config
+from toolweave.catalog._erasure import read_only_as
+from toolweave.catalog._expr import (
+    ExpressionError,
+    SetView,
+    ToolFacts,
+    arg_fields,
+    compile_expression,
+)
+from toolweave.catalog._merge import BuildReport, Candidate, SkippedEntry, merge_layers
+from toolweave.catalog._templates import TemplateProblem, TemplateRenderer, problem_issue
 from toolweave.catalog._toolset import ToolEntry
+from toolweave.catalog._versions import DeprecatedVersionWarning, choose_version
+from toolweave.errors import ConfigError, ConfigIssue
 
 if TYPE_CHECKING:
-    from toolweave.catalog._erasure import ErasedTool
     from toolweave.catalog._catalog import Catalog
+    from toolweave.catalog._erasure import ErasedTool
 
 __all__ = ["BuildPlan", "ExternalTools", "RemoteEntries", "plan_build"]
 
@@ -118,6 +124,11 @@ def _placeholder_facts(placeholder: str) -> ToolFacts | None:
     return ToolFacts(value if ":" in value else f":{value}", Kind.OTHER.value)
 
 
+def _origin(p: _Planned) -> str:
+    """Where the tool of an entry was registered from (``host``, ``pack fs (...)``)."""
+    return p.tool.origin if p.tool is not None else "an unresolved entry"
+
+
 def _refers_to(ref: str, fqid: str) -> bool:
     return ref == fqid if ":" in ref else ref == fqid.split(":", 1)[1]
 
@@ -164,11 +175,14 @@ class _Planner:
     def skip(self, p: _Planned, reason: str, message: str) -> None:
         self.skipped.append(SkippedEntry(p.source, p.name, p.fqid or "", reason, message))
 
-    def default_name(self, fqid: str) -> str:
-        namespace, _, bare = fqid.rpartition(":")
-        if not namespace or len(self.registry.resolve(bare)) == 1:
-            return bare
-        return f"{namespace}__{bare}"
+    @staticmethod
+    def default_name(fqid: str) -> str:
+        """The client name of an entry without a configured ``name``: the bare id, always.
+
+        A name the model calls never changes because some other tool is registered; two
+        entries that would share one are a ``duplicate_name`` problem (see
+        :meth:`unique_names`)."""
+        return fqid.rpartition(":")[2]
 
     # -- 1. resolve ids ---------------------------------------------------------------------
 
@@ -199,7 +213,7 @@ class _Planner:
                 actual=cfg.id,
             )
             self.unresolved.append(cfg.id)
-        name = cfg.name or (self.default_name(fqid) if fqid else cfg.id.replace(":", "__"))
+        name = cfg.name or self.default_name(fqid or cfg.id)
         return _Planned(source, path, cfg, fqid, name)
 
     def remote_entries(self, remote: RemoteEntries) -> list[Candidate[_Planned]]:
@@ -350,14 +364,24 @@ class _Planner:
         seen: dict[str, _Planned] = {}
         for p in planned:
             first = seen.setdefault(p.name, p)
-            if first is not p:
-                self.issue(
-                    p.label,
-                    f"client name {p.name!r} is already used by {first.label} at {first.path}",
-                    "duplicate_name",
-                    f"{p.path}.name",
-                    actual=p.name,
+            if first is p:
+                continue
+            if self.implicit:
+                fix = (
+                    "list the tools in `tools` and give one of them another `name` "
+                    f'(e.g. {{id = "{p.label}", name = "..."}}), or leave one out'
                 )
+            else:
+                fix = "give one of them another `name`, or leave one out"
+            self.issue(
+                p.label,
+                f"client name {p.name!r} would name two tools: {first.label} from "
+                f"{_origin(first)} (at {first.path}) and {p.label} from {_origin(p)}; {fix}",
+                "duplicate_name",
+                f"{p.path}.name",
+                expected=[first.label, p.label],
+                actual=p.name,
+            )
 
     def exclusions(self, planned: list[_Planned]) -> list[_Planned]:
         kept: list[_Planned] = []
