@@ -218,7 +218,13 @@ class ProcessTree:
                 stat.pgid == owner
                 or stat.sid == owner
                 or self._seen.get(pid) == stat.start
-                or (self._marker is not None and not stat.zombie and _carries(pid, self._marker))
+                or (
+                    self._marker is not None
+                    and not stat.zombie
+                    and stat.ppid != 2  # kernel threads have no environment
+                    and pid != 2
+                    and _carries(pid, self._marker)
+                )
             ):
                 members.add(pid)
         children: dict[int, list[int]] = {}
