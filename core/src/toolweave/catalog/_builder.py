@@ -55,6 +55,8 @@ class ToolSetBuilder:
         """Registered reminders; a build keeps those whose ``requires`` expression holds."""
         self._reminder_origins: dict[str, str] = {}
         """Reminder id → origin, for the cross-tool reminders added with :meth:`add_reminder`."""
+        self._tool_origins: dict[str, dict[str, None]] = {}
+        """Origin → the fully qualified ids it registered, in order (no registry scan)."""
 
     def add(self, tool: ToolLike, *, origin: str | None = None) -> ErasedTool:
         """Register one tool (an instance, a class, or an already erased handle).
@@ -65,9 +67,15 @@ class ToolSetBuilder:
         """
         erased = tool if isinstance(tool, ErasedTool) else erase(tool, origin or self.origin)
         self.registry.register(erased)
+        self._tool_origins.setdefault(erased.origin, {})[erased.fqid] = None
         if erased.tool is not None and getattr(erased.tool, "reminders", None):
             register_tool_reminders(self.reminders, erased)
         return erased
+
+    def registered_by(self, origin: str) -> list[str]:
+        """The fully qualified ids of the tools ``origin`` registered, in order; without
+        scanning the registry."""
+        return list(self._tool_origins.get(origin, ()))
 
     def add_reminder(self, reminder: Reminder | type[Reminder]) -> Reminder:
         """Register a cross-tool reminder (an instance, or a class made with no arguments).
@@ -97,6 +105,7 @@ class ToolSetBuilder:
             The fully qualified ids of the tools removed.
         """
         removed = self.registry.remove_origin(origin)
+        self._tool_origins.pop(origin, None)
         present = self.registry.__contains__
         kept: list[Any] = []
         for rem in self.reminders:

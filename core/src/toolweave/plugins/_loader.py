@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 import os
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, final
 
 import pluggy
 
-from toolweave.errors import PackLoadError
+from toolweave.errors import PackLoadError, UsageError
 from toolweave.plugins import hookspecs
 
 if TYPE_CHECKING:
@@ -109,6 +110,9 @@ class PackManager:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.packs: dict[str, PackInfo] = {}
+        self.warnings: list[str] = []
+        """Problems that did not stop the load (an unknown pack name in a non-strict
+        selection), in the order found; each is also logged."""
 
     def __repr__(self) -> str:
         loaded = [n for n, p in self.packs.items() if p.status == "loaded"]
@@ -130,10 +134,20 @@ class PackManager:
         meaning all; ``exclude`` (plus ``$TOOLWEAVE_DISABLE_PACKS``) removes names;
         ``autoload=False`` (or ``$TOOLWEAVE_AUTOLOAD=0``) loads only packs named in
         ``include``. Unselected packs are listed but never imported.
+
+        A name in the selection that no installed pack has is reported with the closest
+        installed name: in :attr:`warnings` and the log, or, for ``include`` with
+        ``strict=True``, as an error. With ``strict=True`` every loaded pack's
+        ``register_tools`` also runs once here, so a pack failing there fails the load.
+
+        Raises:
+            UsageError: ``strict`` and ``include`` names a pack that is not installed.
+            PackLoadError: ``strict`` and a pack fails to import or to register its tools.
         """
         from importlib_metadata import entry_points
 
         env = os.environ if environ is None else environ
+        source = "include" if include is not None else f"${ENV_INCLUDE}"
         wanted = set(include) if include is not None else _names(env.get(ENV_INCLUDE))
         blocked = set(exclude or ()) | (_names(env.get(ENV_EXCLUDE)) or set())
         if autoload is None:
@@ -154,6 +168,28 @@ class PackManager:
             if not selected or ep.name in blocked:
                 continue
             self._load(info, ep.load)
+        for name in sorted((wanted or set()) - self.packs.keys()):
+            self._unknown(name, source, fatal=True)
+        for name in sorted(blocked - self.packs.keys() - (wanted or set())):
+            self._unknown(name, f"exclude / ${ENV_EXCLUDE}", fatal=False)
+        if self.strict:
+            # A pack that fails in register_tools fails the strict load now, not at build.
+            self.builder()
+
+    def _unknown(self, name: str, source: str, *, fatal: bool) -> None:
+        """Report a selected pack name that no installed pack has (raise when strict)."""
+        known = sorted(self.packs)
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "."
+        listed = ", ".join(known) or "none"
+        message = (
+            f"no pack named {name!r} is installed (asked for by {source}){hint} "
+            f"Installed packs: {listed}."
+        )
+        if fatal and self.strict:
+            raise UsageError(message)
+        self.warnings.append(message)
+        logger.warning("%s", message)
 
     def add(self, name: str, pack: object) -> PackInfo:
         """Load a pack object the host provides directly (no entry point)."""
@@ -223,13 +259,9 @@ class PackManager:
                     self._fail(info, exc, hook)
                     self.pm.unregister(name=info.name)
                 else:
-                    info.tools = [
-                        fq
-                        for fq in builder.registry
-                        if any(
-                            t.origin == info.origin for t in builder.registry.versions(fq).values()
-                        )
-                    ]
+                    # What this pack registered, as the builder recorded it: no scan of
+                    # the registry per pack (that is quadratic in packs x tools).
+                    info.tools = builder.registered_by(info.origin)
                 finally:
                     builder.origin = "host"
 
@@ -292,7 +324,9 @@ def load_packs(
     Args:
         include: Pack names to load (default: ``$TOOLWEAVE_PACKS``, else every pack).
         exclude: Pack names never to load (added to ``$TOOLWEAVE_DISABLE_PACKS``).
-        strict: Raise :class:`~toolweave.PackLoadError` on the first broken pack.
+        strict: Raise :class:`~toolweave.PackLoadError` on the first broken pack (at
+            import or in ``register_tools``) and :class:`~toolweave.UsageError` for an
+            unknown name in ``include``; without it, both are reported and skipped.
         autoload: ``False`` loads only packs named in ``include``.
     """
     manager = PackManager(strict=strict)
