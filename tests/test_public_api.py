@@ -13,6 +13,8 @@ import toolweave
 
 PUBLIC_API = [
     "READ_ONLY_KINDS",
+    "Answer",
+    "AskUserHandler",
     "BuildReport",
     "CallHook",
     "CallInfo",
@@ -42,6 +44,7 @@ PUBLIC_API = [
     "PackLoadError",
     "PackManager",
     "Progress",
+    "Question",
     "Reminder",
     "Resources",
     "SQLiteStateStore",

@@ -447,3 +447,39 @@ async def test_a_session_without_hooks_makes_no_hook_call(
     session.add_hook(Recorder())
     await session.call("echo", {"text": "a"})
     assert len(made) == 1
+
+
+async def test_a_stop_waits_for_the_tools_shielded_scope(tmp_path: Any) -> None:
+    """A deadline or cancel reaching a tool inside ``CancelScope(shield=True)`` (starting or
+    killing a process) is delivered once the shield is left, as anyio does; the shielded
+    work completes, in the inline first step's scope and in a later one."""
+    finished: list[str] = []
+
+    @tool
+    async def careful(where: str) -> str:
+        """Do shielded work, then wait.
+
+        Args:
+            where: "first" to enter the shield before the first wait, "later" after it.
+        """
+        if where == "later":
+            await anyio.sleep(0.05)
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(0.5)
+            finished.append(where)
+        await anyio.sleep(30)
+        return "never"
+
+    builder = ToolSetBuilder()
+    builder.add(careful)
+    session = builder.build().session(workspace=tmp_path, default_timeout=0.2)
+    for where in ("first", "later"):
+        result = await session.call("careful", {"where": where})
+        assert result.error is not None
+        assert result.error.kind is ErrorKind.TIMEOUT
+    assert finished == ["first", "later"]
+    async with session.stream("careful", {"where": "first"}, "s1") as items:
+        async for item in items:
+            assert isinstance(item, CallResult)
+            assert item.error is not None
+    assert finished == ["first", "later", "first"]

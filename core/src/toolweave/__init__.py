@@ -6,11 +6,14 @@ hand the model one well-described tool list; remote MCP tools join the same set.
 
 from toolweave.authoring import (
     READ_ONLY_KINDS,
+    Answer,
+    AskUserHandler,
     CallInfo,
     Capabilities,
     Context,
     Kind,
     Lifecycle,
+    Question,
     Reminder,
     Tool,
     ToolOutput,
@@ -71,6 +74,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "READ_ONLY_KINDS",
+    "Answer",
+    "AskUserHandler",
     "BuildReport",
     "CallHook",
     "CallInfo",
@@ -100,6 +105,7 @@ __all__ = [
     "PackLoadError",
     "PackManager",
     "Progress",
+    "Question",
     "Reminder",
     "Resources",
     "SQLiteStateStore",

@@ -5,6 +5,7 @@ JSON-out handles by :mod:`toolweave.catalog` when a set is built; nothing here
 runs a call.
 """
 
+from toolweave.authoring._asking import Answer, AskUserHandler, Question
 from toolweave.authoring._context import Context
 from toolweave.authoring._reminders import (
     CallInfo,
@@ -26,11 +27,14 @@ from toolweave.authoring._tool import (
 
 __all__ = [
     "READ_ONLY_KINDS",
+    "Answer",
+    "AskUserHandler",
     "CallInfo",
     "Capabilities",
     "Context",
     "Kind",
     "Lifecycle",
+    "Question",
     "Reminder",
     "StateAccess",
     "Tool",

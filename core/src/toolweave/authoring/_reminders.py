@@ -30,8 +30,8 @@ from toolweave.errors import UsageError
 from toolweave.results import CallResult
 
 if TYPE_CHECKING:
-    from toolweave.catalog._erasure import ErasedTool
     from toolweave.authoring._context import Context
+    from toolweave.catalog._erasure import ErasedTool
 
 __all__ = [
     "CallInfo",

@@ -27,16 +27,12 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from toolweave.errors import ConfigError, ConfigIssue
 from toolweave.authoring._tool import Kind
-
-if TYPE_CHECKING:
-    from toolweave.catalog._builder import ToolSetBuilder
-    from toolweave.plugins import PackManager
+from toolweave.errors import ConfigError, ConfigIssue
 
 __all__ = ["Mode", "ToolConfig", "ToolSetConfig", "read_config_file"]
 

@@ -42,8 +42,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, final
 
-from toolweave.errors import ExpressionError
 from toolweave.authoring._tool import Kind
+from toolweave.errors import ExpressionError
 
 if TYPE_CHECKING:
     from toolweave.catalog._erasure import ErasedTool

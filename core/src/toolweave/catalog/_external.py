@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from toolweave.authoring._tool import Capabilities, Kind
 from toolweave.catalog._erasure import ErasedTool, _finish_any
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.authoring._tool import Capabilities, Kind
 
 __all__ = ["external_tool", "schema_validator"]
 

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import final
 
-from toolweave.errors import ConfigError, ConfigIssue
 from toolweave.authoring._tool import Kind
+from toolweave.errors import ConfigError, ConfigIssue
 
 __all__ = ["TemplateProblem", "TemplateRenderer"]
 

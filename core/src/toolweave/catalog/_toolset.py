@@ -21,7 +21,6 @@ from toolweave.catalog._erasure import (
 )
 from toolweave.catalog._merge import BuildReport
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.formats import render
 
 if TYPE_CHECKING:
     from toolweave.catalog._expr import SetView
@@ -391,6 +390,8 @@ class ToolSet:
         """
         cached = self._rendered.get(format)
         if cached is None:
+            from toolweave.formats import render  # formats load on the first listing
+
             cached = render([e.definition for e in self.entries], format)
             self._rendered[format] = cached
         return list(cached)

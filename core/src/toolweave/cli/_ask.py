@@ -1,7 +1,8 @@
 """Questions from ``ask_user`` answered on the terminal.
 
-Imported only when toolweave-plan is installed: it subclasses the pack's
-``AskUserHandler``. The question goes to standard error, the answer comes from a
+The CLI installs it into every session it runs (``toolweave call --ask``), so any
+tool that asks through :class:`~toolweave.AskUserHandler` (toolweave-plan's
+``ask_user``) reaches the person at the terminal. The question goes to standard error, the answer comes from a
 line of standard input: a choice's number (or its exact text), free words when the
 question allows them, an empty line (or end of input) to decline.
 """
@@ -13,7 +14,8 @@ from typing import TYPE_CHECKING, TextIO
 
 import anyio
 from rich.text import Text
-from toolweave_plan import Answer, AskUserHandler, Question
+
+from toolweave import Answer, AskUserHandler, Question
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -184,12 +184,10 @@ def _interactive() -> bool:
         return False
 
 
-def _terminal_asker(session: Session) -> TerminalAskUser | None:
-    """Put ``session``'s questions to the terminal (``None``: toolweave-plan is missing)."""
-    try:
-        from toolweave.cli import _ask
-    except ImportError:
-        return None
+def _terminal_asker(session: Session) -> TerminalAskUser:
+    """Put ``session``'s questions to the terminal."""
+    from toolweave.cli import _ask
+
     return _ask.install(session, err, sys.stdin)
 
 

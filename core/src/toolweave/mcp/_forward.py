@@ -9,8 +9,8 @@ import anyio
 import mcp.types as types
 
 from toolweave.catalog._erasure import ErasedTool
-from toolweave.errors import ErrorKind, ToolError
 from toolweave.catalog._external import external_tool
+from toolweave.errors import ErrorKind, ToolError
 from toolweave.mcp._connection import Failure, PendingCall, ServerState
 from toolweave.mcp._names import namespace_for
 

@@ -14,6 +14,12 @@ the dispatcher reports ``timeout`` or ``cancelled``. The cancellation is repeate
 few seconds while the tool keeps running. A cancellation of the caller's own task is
 told apart by the task's cancel count and passes through untouched.
 
+A stop respects anyio's shields: while the task is inside a ``CancelScope(shield=True)``
+(a tool starting or killing a process, saving state), the cancellation is held back and
+delivered at its first wait outside the shield. Which scopes the tool opened cannot be
+told cheaply from those around the call, so a host that runs a whole call inside a
+shielded scope also holds back that call's deadline and cancellation until it leaves.
+
 asyncio only; on other event loops the dispatcher runs the whole call in a cancel scope.
 """
 
@@ -23,6 +29,12 @@ import asyncio
 import types
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any
+
+_task_states: Any
+try:  # anyio's record of each task's cancel scopes (asyncio backend)
+    from anyio._backends._asyncio import _task_states
+except ImportError:  # pragma: no cover - an anyio without it: shields are not seen
+    _task_states = None
 
 __all__ = ["REPEAT", "Running", "Stopped", "drive"]
 
@@ -55,6 +67,24 @@ class Running:
             self.stop()
 
 
+def _scope_of(task: asyncio.Task[Any] | None) -> Any:
+    """The innermost anyio cancel scope ``task`` is in, or ``None``."""
+    if task is None or _task_states is None:
+        return None
+    state = _task_states.get(task)
+    return None if state is None else state.cancel_scope
+
+
+def _shielded(task: asyncio.Task[Any] | None) -> bool:
+    """Whether ``task`` is inside a shielded anyio cancel scope."""
+    scope = _scope_of(task)
+    while scope is not None:
+        if scope.shield:
+            return True
+        scope = scope._parent_scope
+    return False
+
+
 class Stopped(Exception):
     """Raised by :func:`drive` when the call was stopped (deadline or cancel)."""
 
@@ -84,7 +114,7 @@ def drive(
         nonlocal handle, stopping, delivered
         handle.cancel()
         stopping, delivered = True, False
-        if waiting is not None and not waiting.done():
+        if waiting is not None and not waiting.done() and not _shielded(task):
             waiting.cancel()  # wakes the task; the CancelledError reaches the coroutine
         handle = loop.call_later(REPEAT, stop)
 
@@ -94,6 +124,14 @@ def drive(
     try:
         while True:
             waiting = pending if getattr(pending, "_asyncio_future_blocking", None) else None
+            if (
+                stopping
+                and not delivered
+                and waiting is not None
+                and not waiting.done()
+                and not _shielded(task)
+            ):
+                waiting.cancel()  # a stop held back by a shield, delivered at this wait
             try:
                 sent = yield pending
             except GeneratorExit:
@@ -104,7 +142,7 @@ def drive(
                     delivered = True
                 step, value = coro.throw, exc
             else:
-                if stopping and not delivered:
+                if stopping and not delivered and not _shielded(task):
                     delivered = True
                     step, value = coro.throw, asyncio.CancelledError()
                 else:

@@ -146,7 +146,7 @@ def _label(hook: CallHook) -> str:
 class HookPlan:
     """The hooks of one entry, compiled: only the methods that are overridden."""
 
-    __slots__ = ("admit", "after", "before", "on_error")
+    __slots__ = ("admit", "after", "before", "on_error", "synchronous")
 
     def __init__(self, hooks: list[CallHook]) -> None:
         def steps(method: str) -> tuple[_Step, ...]:
@@ -162,47 +162,51 @@ class HookPlan:
         self.before = steps("before")
         self.after = steps("after")
         self.on_error = steps("on_error")
+        every = self.admit + self.before + self.after + self.on_error
+        self.synchronous = not any(is_async for _, _, is_async in every)
+        """No step needs ``await``: the pipeline calls the ``*_now`` methods."""
+
+    def check_now(self, call: HookCall, steps: tuple[_Step, ...]) -> CallResult | None:
+        """:meth:`check` for plans whose steps are all plain functions (no ``await``)."""
+        for hook, fn, _ in steps:
+            try:
+                verdict = fn(call)
+            except Exception as exc:
+                verdict = _check_failed(hook, call, exc)
+            if verdict is not None:
+                stop = _apply(hook, call, verdict)
+                if stop is not _GO_ON:
+                    return stop
+        return None
 
     async def check(self, call: HookCall, steps: tuple[_Step, ...]) -> CallResult | None:
         """Run ``admit`` or ``before`` steps in order; a result when the call is refused
         (or its rewritten arguments are invalid), else ``None``."""
-        entry = call.entry
         for hook, fn, is_async in steps:
             try:
                 verdict = fn(call)
                 if is_async:
                     verdict = await verdict
-            except ToolError as err:
-                verdict = err
-            except Exception:
-                logger.exception("call hook %s failed on %s", _label(hook), entry.name)
-                if not hook.fail_closed:
-                    continue
-                verdict = ToolError(
-                    ErrorKind.PERMISSION_DENIED,
-                    f"{entry.name} cannot run now: a safety check failed.",
-                )
-            if verdict is None:
-                continue
-            if isinstance(verdict, ToolError):
-                return error_result(verdict, entry, call.call_id)
-            if isinstance(verdict, Mapping) and call.arguments is not None:
-                try:
-                    call.arguments = entry.parse(dict(verdict))
-                except (ValidationError, ToolError) as exc:
-                    return error_result(exc, entry, call.call_id)
-                continue
-            logger.error("call hook %s returned %r; refusing %s", _label(hook), verdict, entry.name)
-            if hook.fail_closed:
-                return error_result(
-                    ToolError(
-                        ErrorKind.PERMISSION_DENIED,
-                        f"{entry.name} cannot run now: a safety check failed.",
-                    ),
-                    entry,
-                    call.call_id,
-                )
+            except Exception as exc:
+                verdict = _check_failed(hook, call, exc)
+            if verdict is not None:
+                stop = _apply(hook, call, verdict)
+                if stop is not _GO_ON:
+                    return stop
         return None
+
+    def finish_now(self, call: HookCall, result: CallResult) -> CallResult:
+        """:meth:`finish` for plans whose steps are all plain functions."""
+        failed = result.error is not None
+        for hook, fn, _ in self.on_error if failed else self.after:
+            try:
+                extra = fn(call, result)
+            except Exception:
+                result = _finish_failed(hook, call, result)
+                continue
+            if extra:
+                _add_text(result, extra)
+        return result
 
     async def finish(self, call: HookCall, result: CallResult) -> CallResult:
         """Run ``after`` (success) or ``on_error`` (failure) steps; text they return is
@@ -214,21 +218,64 @@ class HookPlan:
                 if is_async:
                     extra = await extra
             except Exception:
-                logger.exception("call hook %s failed after %s", _label(hook), call.entry.name)
-                if hook.fail_closed and not failed:
-                    err = ToolError(
-                        ErrorKind.EXECUTION_ERROR,
-                        f"{call.entry.name} ran, but a check after it failed: "
-                        "its result is withheld.",
-                    )
-                    result = CallResult(
-                        None, err.message, err, result.call_id, result.effective_tool, result.name
-                    )
-                    failed = True
+                result = _finish_failed(hook, call, result)
                 continue
-            if isinstance(extra, str) and extra:
-                result.text = f"{result.text}\n\n{extra}" if result.text else extra
+            if extra:
+                _add_text(result, extra)
         return result
+
+
+_GO_ON: Any = object()
+
+
+def _refusal(call: HookCall) -> ToolError:
+    return ToolError(
+        ErrorKind.PERMISSION_DENIED, f"{call.entry.name} cannot run now: a safety check failed."
+    )
+
+
+def _check_failed(hook: CallHook, call: HookCall, exc: Exception) -> ToolError | None:
+    """The verdict of an ``admit``/``before`` step that raised ``exc``."""
+    if isinstance(exc, ToolError):
+        return exc
+    logger.error("call hook %s failed on %s", _label(hook), call.entry.name, exc_info=exc)
+    return _refusal(call) if hook.fail_closed else None
+
+
+def _apply(hook: CallHook, call: HookCall, verdict: Any) -> CallResult | None:
+    """Act on a step's verdict: the result that ends the call (a refusal, or invalid
+    rewritten arguments), or ``_GO_ON``."""
+    entry = call.entry
+    if isinstance(verdict, ToolError):
+        return error_result(verdict, entry, call.call_id)
+    if isinstance(verdict, Mapping) and call.arguments is not None:
+        try:
+            call.arguments = entry.parse(dict(verdict))
+        except (ValidationError, ToolError) as exc:
+            return error_result(exc, entry, call.call_id)
+        return _GO_ON  # type: ignore[no-any-return]
+    logger.error("call hook %s returned %r; refusing %s", _label(hook), verdict, entry.name)
+    if hook.fail_closed:
+        return error_result(_refusal(call), entry, call.call_id)
+    return _GO_ON  # type: ignore[no-any-return]
+
+
+def _finish_failed(hook: CallHook, call: HookCall, result: CallResult) -> CallResult:
+    """The result after an ``after``/``on_error`` step raised: withheld when the hook is
+    fail-closed and the call had succeeded, else unchanged."""
+    logger.exception("call hook %s failed after %s", _label(hook), call.entry.name)
+    if not hook.fail_closed or result.error is not None:
+        return result
+    err = ToolError(
+        ErrorKind.EXECUTION_ERROR,
+        f"{call.entry.name} ran, but a check after it failed: its result is withheld.",
+    )
+    return CallResult(None, err.message, err, result.call_id, result.effective_tool, result.name)
+
+
+def _add_text(result: CallResult, extra: Any) -> None:
+    if isinstance(extra, str):
+        result.text = f"{result.text}\n\n{extra}" if result.text else extra
 
 
 def compile_hooks(hooks: tuple[CallHook, ...], entry: ToolEntry) -> HookPlan | None:

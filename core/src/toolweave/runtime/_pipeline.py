@@ -127,23 +127,32 @@ async def run_call(
         hook_call = HookCall(session, entry, call_id, 0 if parent is None else parent.depth + 1)
         # 2. admit
         if plan.admit:
-            refused = await plan.check(hook_call, plan.admit)
+            if plan.synchronous:
+                refused = plan.check_now(hook_call, plan.admit)
+            else:
+                refused = await plan.check(hook_call, plan.admit)
             if refused is not None:
-                return await plan.finish(hook_call, refused)
+                return await _after(plan, hook_call, refused)
     # 3. validate
     try:
         args = entry.parse(arguments)
     except (ValidationError, ToolError) as exc:
         result = error_result(exc, entry, call_id)
-        return result if hook_call is None else await plan.finish(hook_call, result)  # type: ignore[union-attr]
+        if hook_call is None:
+            return result
+        assert plan is not None
+        return await _after(plan, hook_call, result)
     # 4. before
     if hook_call is not None:
         assert plan is not None
         hook_call.arguments = args
         if plan.before:
-            refused = await plan.check(hook_call, plan.before)
+            if plan.synchronous:
+                refused = plan.check_now(hook_call, plan.before)
+            else:
+                refused = await plan.check(hook_call, plan.before)
             if refused is not None:
-                return await plan.finish(hook_call, refused)
+                return await _after(plan, hook_call, refused)
             args = hook_call.arguments
     ctx = Context(session, entry, call_id)
     if parent is not None:
@@ -182,8 +191,17 @@ async def run_call(
     # 9. after
     if hook_call is not None:
         assert plan is not None
-        result = await plan.finish(hook_call, result)
+        if plan.synchronous:
+            return plan.finish_now(hook_call, result)
+        return await plan.finish(hook_call, result)
     return result
+
+
+async def _after(plan: HookPlan, call: HookCall, result: CallResult) -> CallResult:
+    """Step 9 for a call that ended early (refused, or invalid arguments)."""
+    if plan.synchronous:
+        return plan.finish_now(call, result)
+    return await plan.finish(call, result)
 
 
 def _result(ctx: Context, raw: Any) -> CallResult:

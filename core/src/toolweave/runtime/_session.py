@@ -17,7 +17,6 @@ from toolweave.authoring._reminders import CallInfo, apply_reminders
 from toolweave.authoring._tool import Tool
 from toolweave.catalog._toolset import ToolEntry, set_session_factory
 from toolweave.errors import ErrorKind, UsageError
-from toolweave.formats import render
 from toolweave.resources import Resources, Workspace
 from toolweave.results import CallResult
 from toolweave.runtime._batch import CallLike, run_batch
@@ -353,6 +352,8 @@ class Session:
             return self.toolset.definitions(format)
         cached = self._listing.get((format, external))
         if cached is None:
+            from toolweave.formats import render  # formats load on the first listing
+
             if hidden:
                 entries = [e.definition for e in self.toolset.entries if e.name not in hidden]
                 cached = render(entries, format)

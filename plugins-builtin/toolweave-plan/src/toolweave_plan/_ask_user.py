@@ -1,17 +1,28 @@
 """``ask_user``: a question to the person behind the agent, answered through the host.
 
-The host decides how questions reach a person by putting an :class:`AskUserHandler`
-into the session's resources (a terminal prompt, a chat message, a web form). Without
+The host decides how questions reach a person by putting an
+:class:`~toolweave.AskUserHandler` (defined in core, with :class:`~toolweave.Question`
+and :class:`~toolweave.Answer`, re-exported here) into the session's resources (a terminal prompt, a chat message, a web form). Without
 one, ``ask_user`` fails as ``unavailable`` and tells the model to go on by itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, field_validator
-from toolweave import Capabilities, Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
+from toolweave import (
+    Answer,
+    AskUserHandler,
+    Capabilities,
+    Context,
+    ErrorKind,
+    Kind,
+    Question,
+    Tool,
+    ToolError,
+    ToolOutput,
+)
 
 __all__ = [
     "Answer",
@@ -22,57 +33,6 @@ __all__ = [
     "Question",
     "ScriptedAskUser",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """A question for the user.
-
-    Attributes:
-        text: The question.
-        choices: Answers to pick from (may be empty: a free answer).
-        allow_other: Whether the user may answer something not among ``choices``.
-        session_id: The session asking.
-        call_id: The id of the ``ask_user`` call, if any.
-    """
-
-    text: str
-    choices: tuple[str, ...] = ()
-    allow_other: bool = True
-    session_id: str = ""
-    call_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """The user's answer.
-
-    Attributes:
-        text: The answer as text (the chosen option's text when one was picked).
-        choice: The index of the chosen option in ``Question.choices``, if one was picked.
-        declined: ``True`` when the user chose not to answer.
-    """
-
-    text: str = ""
-    choice: int | None = None
-    declined: bool = False
-
-    @classmethod
-    def pick(cls, question: Question, index: int) -> Answer:
-        """The answer that picks option ``index`` of ``question``."""
-        return cls(text=question.choices[index], choice=index)
-
-
-class AskUserHandler:
-    """How the host asks its user; subclass it and insert an instance into the resources.
-
-    Example:
-        ``resources.insert(MyTerminalPrompt(), AskUserHandler)``
-    """
-
-    async def ask(self, question: Question) -> Answer:
-        """Put ``question`` to the user and return the answer (may take minutes)."""
-        raise NotImplementedError
 
 
 class ScriptedAskUser(AskUserHandler):
