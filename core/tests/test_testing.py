@@ -294,7 +294,9 @@ def test_pytest_plugin_gives_sessions_over_packs(tmp_path: Path) -> None:
                 assert toolweave_session(debug=False).debug is False
 
             def test_missing_pack(toolweave_session):
-                with pytest.raises(LookupError, match="nope"):
+                from toolweave import UsageError
+
+                with pytest.raises(UsageError, match="no pack named 'nope'"):
                     toolweave_session("nope")
             """
         )

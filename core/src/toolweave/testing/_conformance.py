@@ -14,11 +14,20 @@ Checks (each has a name, usable in ``skip=``):
   optional argument) is accepted too.
 - ``errors``: malformed calls (unknown argument, missing argument, not an object,
   broken JSON) end as ``invalid_params`` results, never as exceptions.
+- ``calls``: every tool is called at least once, in a scratch workspace, with each of
+  its declared ``examples`` or, without any, with minimal arguments generated from its
+  schema (:func:`example_arguments`). A call fails the check when the tool raises a
+  plain exception (not a :class:`~toolweave.ToolError`), returns an output its
+  declared ``Output`` does not accept, or streams to its end without a result. A
+  ``ToolError`` result (``not_found`` for a generated path, ...) is fine. A tool that
+  answers ``unavailable`` (it needs a resource the scratch session lacks, such as
+  ``ask_user``'s handler) is skipped, and the skip is logged with its reason.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import tempfile
 from collections.abc import Collection, Mapping
@@ -34,8 +43,8 @@ from toolweave.formats import FORMATS, drop_optional_nulls, render, to_strict_sc
 from toolweave.formats._schema import resolve_ref
 
 if TYPE_CHECKING:
-    from toolweave.runtime._session import SyncSession
     from toolweave.catalog._toolset import ToolEntry, ToolSet
+    from toolweave.runtime._session import SyncSession
 
 __all__ = [
     "CHECKS",
@@ -47,7 +56,9 @@ __all__ = [
     "example_arguments",
 ]
 
-CHECKS = ("load", "name", "schema", "formats", "description", "round_trip", "errors")
+logger = logging.getLogger("toolweave.testing")
+
+CHECKS = ("load", "name", "schema", "formats", "description", "round_trip", "errors", "calls")
 """Every check, in the order they run."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -347,6 +358,90 @@ def _error_problems(entry: ToolEntry, session: SyncSession) -> list[Problem]:
     return problems
 
 
+class _Raised(logging.Handler):
+    """Collects the "tool ... raised" records the runtime logs for plain exceptions."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.getMessage().startswith("tool "):
+            self.records.append(record)
+
+
+_BROKEN_RESULTS = (
+    ("declared Output is", "returned an output its declared Output does not accept"),
+    ("ended without a result", "streamed to its end without a result"),
+)
+
+
+def _call_problems(entry: ToolEntry, session: SyncSession, skipped: list[str]) -> list[Problem]:
+    examples = [dict(e) for e in getattr(entry.tool.tool, "examples", None) or ()]
+    declared = bool(examples)
+    if not examples:
+        try:
+            examples = [example_arguments(entry.input_schema)]
+        except ValueError as exc:
+            return [
+                Problem(
+                    "calls",
+                    entry.name,
+                    f"no arguments can be generated from the schema ({exc}); declare "
+                    "`examples` on the tool",
+                )
+            ]
+    problems: list[Problem] = []
+    log = logging.getLogger("toolweave")
+    for arguments in examples:
+        shown = _short(json.dumps(arguments, default=str))
+        handler = _Raised()
+        level = log.level
+        log.addHandler(handler)
+        if not log.isEnabledFor(logging.ERROR):
+            log.setLevel(logging.ERROR)  # the runtime logs a plain exception at ERROR
+        try:
+            result = session.call(entry.name, arguments, None)
+        except Exception as exc:
+            problems.append(
+                Problem("calls", entry.name, f"a call with {shown} raised {type(exc).__name__}")
+            )
+            continue
+        finally:
+            log.removeHandler(handler)
+            log.setLevel(level)
+        error = result.error
+        if handler.records:
+            record = handler.records[0]
+            exc_type = record.exc_info[0] if record.exc_info else None
+            name = exc_type.__name__ if exc_type is not None else "an exception"
+            problems.append(
+                Problem(
+                    "calls",
+                    entry.name,
+                    f"a call with {shown} raised {name} instead of failing with a "
+                    f"ToolError: {_short(result.text)}",
+                )
+            )
+        elif error is not None and error.kind is ErrorKind.UNAVAILABLE:
+            skipped.append(f"{entry.name}: {_short(error.message)}")
+        elif error is not None and error.kind is ErrorKind.INVALID_PARAMS and declared:
+            problems.append(
+                Problem("calls", entry.name, f"its example {shown} is refused: {error.message}")
+            )
+        elif error is not None:
+            for marker, what in _BROKEN_RESULTS:
+                if marker in error.message:
+                    problems.append(
+                        Problem("calls", entry.name, f"a call with {shown} {what}: {error.message}")
+                    )
+    return problems
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def check_toolset(
     toolset: ToolSet,
     *,
@@ -384,6 +479,16 @@ def check_toolset(
             with session.sync() as sync:
                 for entry in toolset:
                     problems += _error_problems(entry, sync)
+    if "calls" not in skip and len(toolset):
+        skipped: list[str] = []
+        with tempfile.TemporaryDirectory(prefix="toolweave-calls-") as tmp:
+            # Always a scratch workspace: these calls run the tools for real.
+            session = toolset.session(workspace=tmp, default_timeout=10.0)
+            with session.sync() as sync:
+                for entry in toolset:
+                    problems += _call_problems(entry, sync, skipped)
+        for reason in skipped:
+            logger.info("conformance: not called (unavailable here): %s", reason)
     return problems
 
 
