@@ -51,6 +51,7 @@ PUBLIC_API = [
     "Session",
     "SetView",
     "SkippedEntry",
+    "StateConflict",
     "StateStore",
     "SyncSession",
     "TemplateRenderer",

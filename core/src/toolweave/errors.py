@@ -16,7 +16,9 @@ Every exception toolweave raises derives from one base::
     │                               a provider's definition format
     ├── ConfigError          a tool-set configuration has problems; holds every
     │                        ConfigIssue found, not only the first
-    └── PackLoadError        a pack failed to import or raised in a hook
+    ├── PackLoadError        a pack failed to import or raised in a hook
+    └── StateConflict        a state save was refused: another writer changed the
+                             key since it was read (nothing was saved)
 
 A tool call never raises out of ``Session.call``: whatever happens inside is turned
 into a :class:`ToolError` with one of the :class:`ErrorKind` values.
@@ -25,7 +27,7 @@ into a :class:`ToolError` with one of the :class:`ErrorKind` values.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,7 @@ __all__ = [
     "ExpressionError",
     "MissingResourceError",
     "PackLoadError",
+    "StateConflict",
     "ToolError",
     "ToolweaveError",
     "UnsupportedSchemaError",
@@ -252,4 +255,25 @@ class PackLoadError(ToolweaveError):
         origin = f" (from {dist})" if dist else ""
         super().__init__(
             f"pack {pack!r}{origin} failed during {stage}: {type(cause).__name__}: {cause}"
+        )
+
+
+class StateConflict(ToolweaveError):
+    """A compare-and-set save was refused: another writer changed a key since it was read.
+
+    Nothing of the save was stored.
+
+    Args:
+        session_id: The session whose keys conflicted.
+        current: What the store holds now for each conflicting key (``None``: the key
+            is not stored).
+    """
+
+    def __init__(self, session_id: str, current: Mapping[str, Any]) -> None:
+        self.session_id = session_id
+        self.current: dict[str, Any] = dict(current)
+        keys = ", ".join(sorted(self.current))
+        super().__init__(
+            f"state {keys} of session {session_id} was changed by another writer since it "
+            "was read; nothing was saved"
         )

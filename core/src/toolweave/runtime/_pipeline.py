@@ -229,7 +229,16 @@ async def _post(session: Session, ctx: Context, args: Any, result: CallResult) -
     reminders (not after a cancellation)."""
     record = ctx._record
     if record is not None and record.slots:
-        await session._state.persist(list(record.slots.values()))
+        conflict = await session._state.persist(list(record.slots.values()))
+        if conflict is not None and result.error is None:
+            entry = ctx.entry
+            assert entry is not None
+            err = ToolError(
+                ErrorKind.EXECUTION_ERROR,
+                f"{entry.name} ran, but its state was changed by another process meanwhile: "
+                "its changes were not saved (the other process's were kept); try again",
+            )
+            result = error_result(err, entry, ctx.call_id)
     if session._reminders:
         return session._remind(ctx, args, result)
     return result

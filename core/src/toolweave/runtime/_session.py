@@ -16,7 +16,7 @@ from toolweave.authoring._context import Context
 from toolweave.authoring._reminders import CallInfo, apply_reminders
 from toolweave.authoring._tool import Tool
 from toolweave.catalog._toolset import ToolEntry, set_session_factory
-from toolweave.errors import ErrorKind, UsageError
+from toolweave.errors import ErrorKind, StateConflict, UsageError
 from toolweave.resources import Resources, Workspace
 from toolweave.results import CallResult
 from toolweave.runtime._batch import CallLike, run_batch
@@ -234,9 +234,14 @@ class Session:
         after changing one outside a call, ``await session.save_state()``)."""
         return self._state
 
-    async def save_state(self) -> None:
-        """Save every loaded state model that changed since it was last saved."""
-        await self._state.persist_all()
+    async def save_state(self) -> StateConflict | None:
+        """Save every loaded state model that changed since it was last saved.
+
+        Returns:
+            ``None``, or the conflict when another process changed a key meanwhile
+            (nothing of that save was stored; the other writer's state is loaded).
+        """
+        return await self._state.persist_all()
 
     @property
     def notifier(self) -> Notifier:

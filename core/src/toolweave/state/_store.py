@@ -8,7 +8,7 @@ from typing import ClassVar, NamedTuple, Protocol, final, runtime_checkable
 
 from pydantic import BaseModel
 
-from toolweave.errors import ToolweaveError
+from toolweave.errors import StateConflict
 
 __all__ = ["MemoryStateStore", "StateConflict", "StateStore", "StoredState", "state_key"]
 
@@ -21,27 +21,6 @@ class StoredState(NamedTuple):
     version: int
     """Counts the writes of the key (1 for the first); a key that is not stored has
     version 0. It never goes back, not even when the key is deleted and written again."""
-
-
-class StateConflict(ToolweaveError):
-    """A compare-and-set save was refused: another writer changed a key since it was read.
-
-    Nothing of the save was stored.
-
-    Args:
-        session_id: The session whose keys conflicted.
-        current: What the store holds now for each conflicting key (``None``: the key
-            is not stored).
-    """
-
-    def __init__(self, session_id: str, current: Mapping[str, StoredState | None]) -> None:
-        self.session_id = session_id
-        self.current: dict[str, StoredState | None] = dict(current)
-        keys = ", ".join(sorted(self.current))
-        super().__init__(
-            f"state {keys} of session {session_id} was changed by another writer since it "
-            "was read; nothing was saved"
-        )
 
 
 @runtime_checkable
