@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+from toolweave._confined import MAX_PATH_CHARS, Location, walk
+from toolweave._preview import preview
 from toolweave.errors import ErrorKind, MissingResourceError, ToolError
 
-__all__ = ["Environment", "Resources", "Workspace"]
+__all__ = ["MAX_PATH_CHARS", "Environment", "Location", "Resources", "Workspace"]
 
 T = TypeVar("T")
 _MISSING: Any = object()
@@ -122,6 +124,14 @@ class Workspace:
     spelling and no link leads outside. :meth:`relative` shows such a location to the
     model again.
 
+    :meth:`resolve` is a check: what it returns is looked up again by whoever uses it,
+    and a directory on the way can be swapped for a link in between. To act on a path,
+    use :meth:`locate` or :meth:`open`: they walk it from a descriptor of the root
+    without following links out and return a :class:`Location` that every later call
+    goes through (``os.unlink(loc.name, dir_fd=loc.dir_fd)``), so nothing swapped after
+    the check is followed. A hard link to a file outside cannot be told from a file
+    inside by any of them.
+
     Attributes:
         root: The workspace root, absolute and with symbolic links resolved.
 
@@ -173,9 +183,15 @@ class Workspace:
                 there; ``invalid_params`` when the text cannot be a path (a NUL byte).
         """
         asked = os.fspath(path)
+        if len(asked) > MAX_PATH_CHARS:
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS,
+                f"the path `{preview(asked)}` is {len(asked)} characters long; the limit "
+                f"is {MAX_PATH_CHARS}",
+            )
         if "\x00" in asked:
             raise ToolError(
-                ErrorKind.INVALID_PARAMS, f"the path {asked!r} contains a NUL character"
+                ErrorKind.INVALID_PARAMS, f"the path {preview(asked)!r} contains a NUL character"
             )
         joined = os.path.join(self._text, asked)
         if not follow_final_link:
@@ -191,6 +207,68 @@ class Workspace:
         if must_exist and not os.path.exists(real):
             raise self._missing(asked)
         return Path(real)
+
+    def locate(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        follow_final_link: bool = True,
+        create_parents: bool = False,
+    ) -> Location:
+        """The entry ``path`` names, held by a descriptor of its directory.
+
+        The path is walked from a descriptor of the root, one component at a time,
+        never following a link the walk has not read and checked; a link on the way is
+        followed by walking its target the same way. Use the result in a ``with`` block
+        and act on the entry through it (``loc.dir_fd`` and ``loc.name``), so that a
+        directory swapped for a link after this call is not followed.
+
+        Args:
+            path: Relative to the root, or absolute; ``""`` and ``"."`` name the root.
+            follow_final_link: Follow a link in the last component (the default).
+                ``False`` is for acting on the entry itself (deleting or moving a link):
+                the entry is the link, and what it leads to must still be inside.
+            create_parents: Create missing directories on the way, each inside the
+                descriptor of its parent.
+
+        Returns:
+            The entry (which need not exist), owning an open descriptor.
+
+        Raises:
+            ToolError: ``permission_denied`` when the path, or a link on its way, leads
+                outside the root; ``invalid_params`` for a NUL character or a path over
+                :data:`MAX_PATH_CHARS` characters.
+            OSError: ``FileNotFoundError`` when a directory on the way is missing (and
+                not created), ``NotADirectoryError`` when one is a file, ``ELOOP`` for
+                too many links.
+        """
+        return walk(
+            self._text,
+            os.fspath(path),
+            mode="follow" if follow_final_link else "keep",
+            create_parents=create_parents,
+        )
+
+    def open(self, path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> Location:
+        """Open the entry ``path`` names, following links that stay inside the root.
+
+        As :meth:`locate`, and the entry itself is opened with ``flags`` (and
+        ``O_NOFOLLOW``, a link in the last component being walked like any other), so
+        what is opened is what was checked. The descriptor is ``loc.fd``.
+
+        Args:
+            path: Relative to the root, or absolute; ``""`` and ``"."`` name the root.
+            flags: As :func:`os.open`; add ``os.O_NONBLOCK`` when reading something
+                that might be a FIFO.
+
+        Returns:
+            The opened entry; closing it closes both descriptors.
+
+        Raises:
+            ToolError: As :meth:`locate`.
+            OSError: As :func:`os.open`, e.g. ``FileNotFoundError`` when it is missing.
+        """
+        return walk(self._text, os.fspath(path), mode="open", flags=flags)
 
     def relative(self, path: str | os.PathLike[str]) -> str:
         """How a location inside the root is shown to the model: relative to the root,
@@ -214,7 +292,8 @@ class Workspace:
             real = os.path.realpath(joined)
         except (OSError, ValueError) as exc:
             raise ToolError(
-                ErrorKind.INVALID_PARAMS, f"the path `{asked}` cannot be resolved: {exc}"
+                ErrorKind.INVALID_PARAMS,
+                f"the path `{preview(asked)}` cannot be resolved: {preview(exc)}",
             ) from exc
         if real == self._text or real.startswith(self._prefix):
             return real
@@ -222,12 +301,12 @@ class Workspace:
         link = " through a symbolic link" if how == "leads" else ""
         raise ToolError(
             ErrorKind.PERMISSION_DENIED,
-            f"`{asked}` {how} outside the workspace ({self._text}){link}; "
+            f"`{preview(asked)}` {how} outside the workspace ({self._text}){link}; "
             "only paths inside the workspace can be used",
         )
 
     def _missing(self, asked: str) -> ToolError:
-        return ToolError(ErrorKind.NOT_FOUND, f"`{asked}` does not exist in the workspace")
+        return ToolError(ErrorKind.NOT_FOUND, f"`{preview(asked)}` does not exist in the workspace")
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,3 +166,21 @@ def test_arbitrary_paths_never_escape_or_crash(
     anyio.run(go)
     assert _snapshot(trap) == before
     assert os.path.realpath(workspace / "outdir") == str(trap.resolve())
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ["read_file", "write_file", "delete", "list_dir", "move"])
+async def test_a_huge_path_gives_a_short_reply(session: Session, name: str) -> None:
+    """A 50 MB path is invalid_params with a reply of bounded size, not the path echoed."""
+    huge = "d/" * 25_000_000
+    args: dict[str, Any] = {
+        "read_file": {"path": huge},
+        "write_file": {"path": huge, "content": "x"},
+        "delete": {"path": huge},
+        "list_dir": {"path": huge},
+        "move": {"source": "x", "destination": huge},
+    }[name]
+    result = await session.call(name, args)
+    assert result.error is not None
+    assert result.error.kind in {ErrorKind.INVALID_PARAMS, ErrorKind.NOT_FOUND}
+    assert len(result.text) < 1000

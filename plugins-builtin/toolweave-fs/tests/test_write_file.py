@@ -53,7 +53,7 @@ async def test_failed_write_leaves_old_content_and_no_temp(
     target = workspace / "keep.txt"
     target.write_text("old")
 
-    def broken_replace(src: object, dst: object) -> None:
+    def broken_replace(src: object, dst: object, **dir_fds: int) -> None:
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(os, "replace", broken_replace)

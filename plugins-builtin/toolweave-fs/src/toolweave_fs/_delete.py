@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
-import shutil
 
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
-from toolweave_fs._filesystem import EntryType, entry_type, filesystem, os_error
+from toolweave_fs._filesystem import EntryType, entry_type, filesystem, os_error, remove_tree
 
 __all__ = ["Delete", "DeleteArgs", "DeleteOutput"]
 
@@ -56,25 +56,33 @@ class Delete(Tool[DeleteArgs, DeleteOutput]):
     def run(self, ctx: Context, args: DeleteArgs) -> DeleteOutput:
         """Delete the entry."""
         fs = filesystem(ctx.resources)
-        entry = fs.locate(args.path)
-        shown = fs.show(entry)
-        if entry == fs.root:
-            raise ToolError(ErrorKind.PERMISSION_DENIED, "the workspace root cannot be deleted")
-        try:
-            kind = entry_type(os.lstat(entry).st_mode)
-            if kind != "directory":
-                os.unlink(entry)
-            elif args.recursive:
-                shutil.rmtree(entry)
-            else:
-                with os.scandir(entry) as children:
-                    if next(children, None) is not None:
-                        raise ToolError(
-                            ErrorKind.INVALID_PARAMS,
-                            f"`{shown}` is a directory that is not empty; set `recursive` "
-                            "to true to delete it with everything in it",
-                        )
-                os.rmdir(entry)
-        except OSError as exc:
-            raise os_error(exc, shown) from None
+        with fs.entry(args.path, follow_final_link=False) as entry:
+            shown = fs.spell(entry.relative)
+            if entry.is_root:
+                raise ToolError(ErrorKind.PERMISSION_DENIED, "the workspace root cannot be deleted")
+            where, name = entry.dir_fd, entry.name
+            try:
+                kind = entry_type(entry.lstat().st_mode)
+                if kind != "directory":
+                    os.unlink(name, dir_fd=where)
+                elif args.recursive:
+                    remove_tree(where, name)
+                else:
+                    _remove_empty(where, name, shown)
+            except OSError as exc:
+                raise os_error(exc, shown) from None
         return DeleteOutput(path=shown, type=kind)
+
+
+def _remove_empty(where: int, name: str, shown: str) -> None:
+    """Remove the directory ``name`` of ``where``, refusing one that is not empty."""
+    try:
+        os.rmdir(name, dir_fd=where)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        raise ToolError(
+            ErrorKind.INVALID_PARAMS,
+            f"`{shown}` is a directory that is not empty; set `recursive` "
+            "to true to delete it with everything in it",
+        ) from None

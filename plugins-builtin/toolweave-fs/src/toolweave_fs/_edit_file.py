@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
+from toolweave.resources import Location
 
-from toolweave_fs._filesystem import encode, filesystem, os_error, read_text
+from toolweave_fs._filesystem import FileSystem, encode, filesystem, os_error, read_text
 
 __all__ = ["EditFile", "EditFileArgs", "EditFileOutput"]
 
@@ -85,9 +86,17 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
                 "`old_string` and `new_string` are the same; nothing would change",
             )
         fs = filesystem(ctx.resources)
-        real = fs.resolve(args.path)
-        shown = fs.show(real)
-        text = read_text(real, shown)
+        with fs.open(args.path) as entry:
+            assert entry.fd is not None
+            shown = fs.spell(entry.relative)
+            text = read_text(entry.fd, shown)
+            return self._edit(fs, entry, shown, text, args)
+
+    @staticmethod
+    def _edit(
+        fs: FileSystem, entry: Location, shown: str, text: str, args: EditFileArgs
+    ) -> EditFileOutput:
+        """Replace in ``text`` (the content of ``entry``) and write it back there."""
         old, new = args.old_string, args.new_string
         count = text.count(old)
         if count == 0 and "\r\n" in text and "\n" in old:
@@ -111,7 +120,7 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
         first = text.index(old)
         updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
         try:
-            fs.write_atomic(real, encode(updated, "new_string"))
+            fs.write_atomic(entry, encode(updated, "new_string"))
         except OSError as exc:
             raise os_error(exc, shown) from None
         return EditFileOutput(

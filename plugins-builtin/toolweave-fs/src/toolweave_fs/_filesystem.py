@@ -1,4 +1,11 @@
-"""The file system as the fs tools see it: every path confined to the workspace root."""
+"""The file system as the fs tools see it: every path confined to the workspace root.
+
+Every tool acts through a :class:`~toolweave.resources.Location`: the path is walked
+from a descriptor of the root without following links out, and the entry is then read,
+written, renamed or removed relative to the descriptor of its directory, never looked up
+by path again. A directory swapped for a link while a tool runs is therefore not
+followed (the tool works in the directory it checked, or fails).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,8 @@ from pathlib import Path
 from typing import Literal
 
 from toolweave import ErrorKind, Resources, ToolError, Workspace
+from toolweave._preview import preview
+from toolweave.resources import Location
 
 __all__ = [
     "EntryType",
@@ -20,7 +29,12 @@ __all__ = [
     "filesystem",
     "os_error",
     "read_text",
+    "remove_tree",
 ]
+
+_READ = os.O_RDONLY | os.O_NONBLOCK
+"""How files are opened for reading: a FIFO does not block the open (it is then
+refused as not a regular file)."""
 
 EntryType = Literal["file", "directory", "symlink", "other"]
 
@@ -90,6 +104,44 @@ class FileSystem:
         """
         return self.workspace.resolve(path, follow_final_link=False)
 
+    def entry(
+        self, path: str, *, follow_final_link: bool = True, create_parents: bool = False
+    ) -> Location:
+        """The entry ``path`` names, held by a descriptor of its directory; see
+        :meth:`toolweave.Workspace.locate`. Use it in a ``with`` block.
+
+        Raises:
+            ToolError: ``permission_denied`` outside the root, ``invalid_params`` for a
+                path that cannot be one, or the tool error for a system error (a missing
+                or non-directory parent, a loop of links).
+        """
+        try:
+            return self.workspace.locate(
+                path, follow_final_link=follow_final_link, create_parents=create_parents
+            )
+        except OSError as exc:
+            raise os_error(exc, self.spell(path)) from None
+
+    def open(self, path: str, flags: int = _READ) -> Location:
+        """The entry ``path`` names, opened with ``flags`` (``loc.fd``), links inside the
+        root followed; see :meth:`toolweave.Workspace.open`.
+
+        Raises:
+            ToolError: As :meth:`entry`; ``not_found`` when nothing is there.
+        """
+        try:
+            return self.workspace.open(path, flags)
+        except OSError as exc:
+            raise os_error(exc, self.spell(path)) from None
+
+    def spell(self, path: str) -> str:
+        """How a path a model sent is shown before it was found: normalised, relative to
+        the root when it is inside, and cut to a bounded preview."""
+        if len(path) > 1000:
+            return preview(path)
+        text = self.workspace.relative(os.path.normpath(os.path.join(self.root, path)))
+        return preview(text)
+
     def inside(self, real: str | os.PathLike[str]) -> bool:
         """Whether an already resolved path lies in the root (or is the root)."""
         return self.workspace.contains(real)
@@ -100,39 +152,57 @@ class FileSystem:
 
     # -- writing --------------------------------------------------------------------
 
-    def write_atomic(self, target: Path, data: bytes) -> bool:
+    def write_atomic(self, target: str | os.PathLike[str] | Location, data: bytes) -> bool:
         """Replace ``target`` with ``data`` in one step, creating parent directories.
 
         The data goes to a temporary file in the same directory, which then replaces
         the target (``os.replace``), so readers see the old or the new content, never
-        a part. An existing file keeps its permission bits.
+        a part. An existing file keeps its permission bits. Every step is relative to a
+        descriptor of the target's directory, so no link swapped in on the way is
+        followed.
 
         Args:
-            target: A resolved path inside the root (from :meth:`resolve`).
+            target: A path inside the root (walked with links inside followed and
+                missing parents created), or an entry already located.
             data: The new content.
 
         Returns:
             ``True`` when the file did not exist before.
+
+        Raises:
+            ToolError: ``permission_denied`` for a path outside the root;
+                ``invalid_params`` for a directory.
+            OSError: From the system.
         """
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if not isinstance(target, Location):
+            with self.workspace.locate(target, create_parents=True) as located:
+                return self.write_atomic(located, data)
+        if target.is_root:
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        where, name = target.dir_fd, target.name
         try:
-            mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+            info = os.stat(name, dir_fd=where, follow_symlinks=False)
         except FileNotFoundError:
-            mode = None
-        tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            mode: int | None = None
+        else:
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            mode = stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
+        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(tmp, flags, 0o666, dir_fd=where)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
+                if mode is not None:
+                    os.fchmod(fh.fileno(), mode)
                 if self.fsync:
                     fh.flush()
                     os.fsync(fh.fileno())
-            if mode is not None:
-                os.chmod(tmp, mode)
-            os.replace(tmp, target)
+            os.replace(tmp, name, src_dir_fd=where, dst_dir_fd=where)
         except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=where)
             raise
         return mode is None
 
@@ -192,20 +262,21 @@ def encode(text: str, field: str) -> bytes:
         ) from None
 
 
-def read_text(real: Path, shown: str) -> str:
-    """The whole content of a regular UTF-8 text file.
+def read_text(fd: int, shown: str) -> str:
+    """The whole content of the regular UTF-8 text file open as ``fd``.
 
     Raises:
-        ToolError: ``not_found`` when missing; ``invalid_params`` for a directory, a
-            special file, or a file that is binary or not UTF-8.
+        ToolError: ``invalid_params`` for a directory, a special file, or a file that is
+            binary or not UTF-8.
     """
     try:
-        info = os.stat(real)
+        info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is a directory, not a file")
         if not stat.S_ISREG(info.st_mode):
             raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is not a regular file")
-        data = real.read_bytes()
+        with open(fd, "rb", closefd=False) as fh:
+            data = fh.read()
     except OSError as exc:
         raise os_error(exc, shown) from None
     try:
@@ -216,3 +287,60 @@ def read_text(real: Path, shown: str) -> str:
         raise ToolError(
             ErrorKind.INVALID_PARAMS, f"`{shown}` is a binary file (or not UTF-8 text)"
         ) from None
+
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def remove_tree(dir_fd: int, name: str) -> None:
+    """Remove the directory ``name`` of ``dir_fd`` with everything in it.
+
+    The walk goes through descriptors only: each directory is opened relative to its
+    parent's descriptor with ``O_NOFOLLOW``, so a directory swapped for a link while the
+    walk runs is removed as a link (the link itself), never entered. The walk keeps one
+    descriptor per level and no recursion, so depth is bounded by the descriptor limit,
+    not by Python's stack.
+
+    Raises:
+        OSError: From the system (the first entry that cannot be removed).
+    """
+    stack: list[tuple[int, str, int, list[str]]] = []
+
+    def enter(parent: int, entry: str) -> None:
+        try:
+            fd = os.open(entry, _DIR, dir_fd=parent)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            os.unlink(entry, dir_fd=parent)  # no longer a directory: remove the entry
+            return
+        try:
+            with os.scandir(fd) as it:
+                children = [child.name for child in it]
+        except BaseException:
+            os.close(fd)
+            raise
+        stack.append((parent, entry, fd, children))
+
+    enter(dir_fd, name)
+    try:
+        while stack:
+            parent, entry, fd, children = stack[-1]
+            if not children:
+                stack.pop()
+                os.close(fd)
+                with contextlib.suppress(FileNotFoundError):
+                    os.rmdir(entry, dir_fd=parent)
+                continue
+            child = children.pop()
+            try:
+                info = os.stat(child, dir_fd=fd, follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode):
+                    enter(fd, child)
+                else:
+                    os.unlink(child, dir_fd=fd)
+            except FileNotFoundError:
+                continue  # gone meanwhile
+    finally:
+        for _, _, fd, _ in stack:
+            os.close(fd)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import stat
 from fnmatch import fnmatchcase
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
@@ -110,27 +109,33 @@ class ListDir(Tool[ListDirArgs, ListDirOutput]):
         """Walk the directory."""
         fs = filesystem(ctx.resources)
         params = ctx.params(ListDirParams)
-        real = fs.resolve(args.path)
-        shown = fs.show(real)
-        if not real.is_dir():
-            if real.exists():
+        with fs.open(args.path) as entry:
+            assert entry.fd is not None
+            shown = fs.spell(entry.relative)
+            try:
+                is_dir = stat.S_ISDIR(os.fstat(entry.fd).st_mode)
+            except OSError as exc:
+                raise os_error(exc, shown) from None
+            if not is_dir:
                 raise ToolError(
                     ErrorKind.INVALID_PARAMS, f"`{shown}` is a file; read it instead of listing"
                 )
-            raise ToolError(ErrorKind.NOT_FOUND, f"`{shown}` does not exist")
-        walker = _Walker(fs.show, [*params.ignore, *args.ignore], params.max_entries)
-        try:
-            walker.walk(real, "", args.depth)
-        except OSError as exc:
-            raise os_error(exc, shown) from None
+            base = "" if entry.is_root else entry.relative + "/"
+            walker = _Walker([*params.ignore, *args.ignore], params.max_entries)
+            try:
+                walker.walk(entry.fd, base, "", args.depth)
+            except OSError as exc:
+                raise os_error(exc, shown) from None
         return ListDirOutput(path=shown, entries=walker.entries, truncated=walker.truncated)
 
 
-class _Walker:
-    __slots__ = ("entries", "ignore", "limit", "show", "truncated")
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
-    def __init__(self, show: Callable[[Path], str], ignore: list[str], limit: int) -> None:
-        self.show = show
+
+class _Walker:
+    __slots__ = ("entries", "ignore", "limit", "truncated")
+
+    def __init__(self, ignore: list[str], limit: int) -> None:
         self.ignore = ignore
         self.limit = limit
         self.entries: list[DirEntry] = []
@@ -139,9 +144,11 @@ class _Walker:
     def _ignored(self, name: str, rel: str) -> bool:
         return any(fnmatchcase(name, p) or fnmatchcase(rel, p) for p in self.ignore)
 
-    def walk(self, directory: Path, prefix: str, depth: int) -> None:
-        """Add the entries of ``directory`` (and below, ``depth`` levels) in order."""
-        with os.scandir(directory) as it:
+    def walk(self, fd: int, base: str, prefix: str, depth: int) -> None:
+        """Add the entries of the directory open as ``fd`` (and below, ``depth``
+        levels) in order; ``base + prefix`` is its path below the root. Subdirectories
+        are opened relative to ``fd`` without following links."""
+        with os.scandir(fd) as it:
             children = sorted(it, key=lambda e: (e.name.lower(), e.name))
         for child in children:
             rel = prefix + child.name
@@ -155,18 +162,23 @@ class _Walker:
             except OSError:
                 continue  # vanished while listing
             kind = entry_type(info.st_mode)
-            path = Path(child.path)
             self.entries.append(
                 DirEntry(
-                    path=self.show(path),
+                    path=base + rel,
                     type=kind,
                     size=info.st_size if kind == "file" else None,
                 )
             )
             if kind == "directory" and depth > 1:
                 try:
-                    self.walk(path, rel + "/", depth - 1)
+                    inner = os.open(child.name, _DIR, dir_fd=fd)
+                except OSError:
+                    continue  # unreadable, or no longer a directory (a link: not followed)
+                try:
+                    self.walk(inner, base, rel + "/", depth - 1)
                 except PermissionError:
                     continue  # listed, but its content cannot be read
+                finally:
+                    os.close(inner)
                 if self.truncated:
                     return

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
+from toolweave.resources import Location
 
 from toolweave_fs._filesystem import EntryType, entry_type, filesystem, os_error
 
@@ -64,48 +64,82 @@ class Move(Tool[MoveArgs, MoveOutput]):
     def run(self, ctx: Context, args: MoveArgs) -> MoveOutput:
         """Move the entry."""
         fs = filesystem(ctx.resources)
-        src = fs.locate(args.source)
-        dst = fs.locate(args.destination)
-        src_shown, dst_shown = fs.show(src), fs.show(dst)
-        if src == fs.root:
-            raise ToolError(ErrorKind.PERMISSION_DENIED, "the workspace root cannot be moved")
+        with fs.entry(args.source, follow_final_link=False) as src:
+            src_shown = fs.spell(src.relative)
+            if src.is_root:
+                raise ToolError(ErrorKind.PERMISSION_DENIED, "the workspace root cannot be moved")
+            try:
+                kind = entry_type(src.lstat().st_mode)
+            except OSError as exc:
+                raise os_error(exc, src_shown) from None
+            if kind == "directory":
+                inner = fs.spell(args.destination)
+                if inner == src.relative or inner.startswith(src.relative + "/"):
+                    raise ToolError(
+                        ErrorKind.INVALID_PARAMS,
+                        f"`{src_shown}` cannot be moved into itself (`{inner}`)",
+                    )
+            with fs.entry(args.destination, follow_final_link=False, create_parents=True) as dst:
+                dst_shown = fs.spell(dst.relative)
+                replaced = _move(src, dst, kind, src_shown, dst_shown, overwrite=args.overwrite)
+        return MoveOutput(source=src_shown, destination=dst_shown, type=kind, replaced=replaced)
+
+
+def _move(
+    src: Location,
+    dst: Location,
+    kind: EntryType,
+    src_shown: str,
+    dst_shown: str,
+    *,
+    overwrite: bool,
+) -> bool:
+    """Rename ``src`` to ``dst``, both relative to their directories' descriptors;
+    returns whether a file at ``dst`` was replaced."""
+    if dst.is_root or (
+        dst.name == src.name and os.path.samestat(os.fstat(src.dir_fd), os.fstat(dst.dir_fd))
+    ):
+        raise ToolError(
+            ErrorKind.INVALID_PARAMS, f"`{src_shown}` and `{dst_shown}` are the same path"
+        )
+    replaced = False
+    existing: EntryType | None = None
+    try:
         try:
-            kind = entry_type(os.lstat(src).st_mode)
-        except OSError as exc:
-            raise os_error(exc, src_shown) from None
-        if src == dst:
+            existing = entry_type(dst.lstat().st_mode)
+        except FileNotFoundError:
+            existing = None
+        if existing == "directory":
             raise ToolError(
-                ErrorKind.INVALID_PARAMS, f"`{src_shown}` and `{dst_shown}` are the same path"
+                ErrorKind.INVALID_PARAMS,
+                f"`{dst_shown}` is an existing directory; give the full new path, "
+                f"e.g. `{dst_shown}/{src.name}`",
             )
-        if kind == "directory" and dst.is_relative_to(src):
+        if existing is not None:
+            if not overwrite:
+                raise ToolError(
+                    ErrorKind.INVALID_PARAMS,
+                    f"`{dst_shown}` already exists; set `overwrite` to true to replace it",
+                )
+            replaced = True
+            if kind == "directory":
+                os.unlink(dst.name, dir_fd=dst.dir_fd)
+        os.replace(src.name, dst.name, src_dir_fd=src.dir_fd, dst_dir_fd=dst.dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.EINVAL and kind == "directory":
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
                 f"`{src_shown}` cannot be moved into itself (`{dst_shown}`)",
-            )
-        replaced = False
+            ) from None
+        if exc.errno == errno.EXDEV:
+            raise ToolError(
+                ErrorKind.EXECUTION_ERROR,
+                f"`{src_shown}` and `{dst_shown}` are on different file systems; move "
+                "renames within one file system only",
+            ) from None
         try:
-            if os.path.lexists(dst):
-                if entry_type(os.lstat(dst).st_mode) == "directory":
-                    raise ToolError(
-                        ErrorKind.INVALID_PARAMS,
-                        f"`{dst_shown}` is an existing directory; give the full new path, "
-                        f"e.g. `{dst_shown}/{src.name}`",
-                    )
-                if not args.overwrite:
-                    raise ToolError(
-                        ErrorKind.INVALID_PARAMS,
-                        f"`{dst_shown}` already exists; set `overwrite` to true to replace it",
-                    )
-                replaced = True
-                if kind == "directory":
-                    os.unlink(dst)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.replace(src, dst)
-            except OSError as exc:
-                if exc.errno != errno.EXDEV:
-                    raise
-                shutil.move(src, dst)  # another file system: copy, then delete
-        except OSError as exc:
-            raise os_error(exc, dst_shown if os.path.lexists(src) else src_shown) from None
-        return MoveOutput(source=src_shown, destination=dst_shown, type=kind, replaced=replaced)
+            src.lstat()
+        except OSError:
+            raise os_error(exc, src_shown) from None
+        raise os_error(exc, dst_shown) from None
+    return replaced

@@ -116,32 +116,37 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
         """Read the requested window of the file."""
         fs = filesystem(ctx.resources)
         params = ctx.params(ReadFileParams)
-        real = fs.resolve(args.path)
-        shown = fs.show(real)
-        try:
-            info = os.stat(real)
-            if stat.S_ISDIR(info.st_mode):
+        with fs.open(args.path) as entry:
+            assert entry.fd is not None
+            return _read(entry.fd, fs.spell(entry.relative), args, params)
+
+
+def _read(fd: int, shown: str, args: ReadFileArgs, params: ReadFileParams) -> ReadFileOutput:
+    """The requested window of the file open as ``fd``."""
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS,
+                f"`{shown}` is a directory; list it instead of reading it",
+            )
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is not a regular file")
+        with open(fd, "rb", closefd=False) as fh:
+            whole = info.st_size <= _WHOLE_FILE_BYTES
+            head = fh.read(_WHOLE_FILE_BYTES + 1 if whole else _SNIFF_BYTES)
+            if _is_binary(head[:_SNIFF_BYTES]):
                 raise ToolError(
                     ErrorKind.INVALID_PARAMS,
-                    f"`{shown}` is a directory; list it instead of reading it",
+                    f"`{shown}` is a binary file (or not UTF-8 text); "
+                    "read_file only reads text files",
                 )
-            if not stat.S_ISREG(info.st_mode):
-                raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is not a regular file")
-            with open(real, "rb") as fh:
-                whole = info.st_size <= _WHOLE_FILE_BYTES
-                head = fh.read(_WHOLE_FILE_BYTES + 1 if whole else _SNIFF_BYTES)
-                if _is_binary(head[:_SNIFF_BYTES]):
-                    raise ToolError(
-                        ErrorKind.INVALID_PARAMS,
-                        f"`{shown}` is a binary file (or not UTF-8 text); "
-                        "read_file only reads text files",
-                    )
-                if whole and len(head) <= _WHOLE_FILE_BYTES:
-                    return _window_in_memory(head, shown, args, params)
-                fh.seek(0)
-                return _window(fh, shown, args, params)
-        except OSError as exc:
-            raise os_error(exc, shown) from None
+            if whole and len(head) <= _WHOLE_FILE_BYTES:
+                return _window_in_memory(head, shown, args, params)
+            fh.seek(0)
+            return _window(fh, shown, args, params)
+    except OSError as exc:
+        raise os_error(exc, shown) from None
 
 
 def _numbered(start: int, lines: list[str]) -> str:

@@ -52,13 +52,15 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
     def run(self, ctx: Context, args: WriteFileArgs) -> WriteFileOutput:
         """Write the content and report the size."""
         fs = filesystem(ctx.resources)
-        real = fs.resolve(args.path)
-        shown = fs.show(real)
-        if real == fs.root or real.is_dir():
-            raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is a directory, not a file")
         data = encode(args.content, "content")
-        try:
-            created = fs.write_atomic(real, data)
-        except OSError as exc:
-            raise os_error(exc, shown) from None
+        with fs.entry(args.path, create_parents=True) as entry:
+            shown = fs.spell(entry.relative)
+            try:
+                created = fs.write_atomic(entry, data)
+            except IsADirectoryError:
+                raise ToolError(
+                    ErrorKind.INVALID_PARAMS, f"`{shown}` is a directory, not a file"
+                ) from None
+            except OSError as exc:
+                raise os_error(exc, shown) from None
         return WriteFileOutput(path=shown, bytes_written=len(data), created=created)
