@@ -483,3 +483,28 @@ async def test_a_stop_waits_for_the_tools_shielded_scope(tmp_path: Any) -> None:
             assert isinstance(item, CallResult)
             assert item.error is not None
     assert finished == ["first", "later", "first"]
+
+
+async def test_error_text_is_valid_utf8_whatever_the_tool_raised(tmp_path: Any) -> None:
+    """A tool raising with a lone surrogate in its message (a ToolError or any exception)
+    still gives model text a host can encode."""
+
+    @tool(blocking=False)
+    def echo_bad(text: str) -> str:
+        """Fail with the text.
+
+        Args:
+            text: What to fail with.
+        """
+        if text == "tool_error":
+            raise ToolError(ErrorKind.NOT_FOUND, "no \ud800 here")
+        raise ValueError("bad \udfff value")
+
+    builder = ToolSetBuilder()
+    builder.add(echo_bad)
+    session = builder.build().session(workspace=tmp_path)
+    for text in ("tool_error", "other"):
+        result = await session.call("echo_bad", {"text": text})
+        assert result.error is not None
+        result.text.encode("utf-8")
+        result.model_text.encode("utf-8")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any
 
 import anyio
@@ -24,6 +24,7 @@ from toolweave import (
     ToolSetBuilder,
     read_only_guard,
 )
+from toolweave.state import StoredState
 
 pytestmark = pytest.mark.anyio
 
@@ -151,12 +152,18 @@ class CountingStore:
         self.inner = MemoryStateStore()
         self.saves: list[dict[str, str | None]] = []
 
-    def load(self, session_id: str) -> dict[str, str]:
-        return self.inner.load(session_id)
+    def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
+        return self.inner.load(session_id, keys)
 
-    def save(self, session_id: str, changes: Mapping[str, str | None]) -> None:
+    def save(
+        self,
+        session_id: str,
+        changes: Mapping[str, str | None],
+        *,
+        expected: Mapping[str, int] | None = None,
+    ) -> dict[str, int]:
         self.saves.append(dict(changes))
-        self.inner.save(session_id, changes)
+        return self.inner.save(session_id, changes, expected=expected)
 
     def close(self) -> None:
         self.inner.close()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from toolweave.catalog._erasure import format_validation_error
+from toolweave.catalog._erasure import format_validation_error, model_text
 from toolweave.errors import ErrorKind, MissingResourceError, ToolError
 from toolweave.results import CallResult, Progress
 from toolweave.runtime._deadline import Running
@@ -43,7 +43,8 @@ def error_result(
     if isinstance(err, ValidationError):
         message = format_validation_error(err, entry.name, entry.to_client)
         err = ToolError(ErrorKind.INVALID_PARAMS, message)
-    return CallResult(None, err.message, err, call_id, entry.tool.fqid, entry.name)
+    # A tool's message may carry what it was given (lone surrogates included).
+    return CallResult(None, model_text(err.message), err, call_id, entry.tool.fqid, entry.name)
 
 
 def from_exception(exc: BaseException, entry: ToolEntry, call_id: str | None) -> CallResult:
