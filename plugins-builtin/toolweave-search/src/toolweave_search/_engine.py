@@ -12,12 +12,13 @@ from typing import Literal, TypeVar
 import anyio.to_thread
 from pydantic import BaseModel
 from toolweave import ErrorKind, ToolError
+from toolweave._preview import preview
 
 from toolweave_search._pyengine import python_files, python_grep
 from toolweave_search._results import FileHits, GrepQuery
 from toolweave_search._rgengine import find_ripgrep, rg_files, rg_grep
 
-__all__ = ["Engine", "EngineParams", "list_files", "resolve_engine", "search"]
+__all__ = ["Engine", "EngineParams", "in_thread", "list_files", "resolve_engine", "search"]
 
 Engine = Literal["auto", "ripgrep", "python"]
 """``auto`` uses ripgrep when it is installed; the others force one engine."""
@@ -50,7 +51,8 @@ def resolve_engine(engine: Engine, ripgrep_path: str | None) -> str | None:
     ):
         raise ToolError(
             ErrorKind.UNAVAILABLE,
-            f"The configured ripgrep program {ripgrep_path!r} does not exist or cannot run.",
+            f"The configured ripgrep program {preview(ripgrep_path)!r} does not exist or "
+            "cannot run.",
         )
     found = ripgrep_path or find_ripgrep()
     if found is None and engine == "ripgrep":
@@ -62,7 +64,9 @@ def resolve_engine(engine: Engine, ripgrep_path: str | None) -> str | None:
     return found
 
 
-async def _in_thread(work: Callable[[threading.Event], T]) -> T:
+async def in_thread(work: Callable[[threading.Event], T]) -> T:
+    """Run ``work`` in a worker thread; a cancelled call sets the event it receives, so
+    the work stops at its next check instead of running on abandoned."""
     stop = threading.Event()
     try:
         return await anyio.to_thread.run_sync(work, stop, abandon_on_cancel=True)
@@ -74,11 +78,11 @@ async def search(rg: str | None, root: Path, query: GrepQuery) -> list[FileHits]
     """Run ``query`` with ripgrep (``rg``) or, when ``rg`` is ``None``, in Python."""
     if rg is not None:
         return await rg_grep(rg, root, query)
-    return await _in_thread(partial(python_grep, root, query))
+    return await in_thread(partial(python_grep, root, query))
 
 
 async def list_files(rg: str | None, root: Path, start: Path) -> list[str]:
     """Every file a search of the folder ``start`` visits, relative to ``root``."""
     if rg is not None:
         return await rg_files(rg, root, start)
-    return await _in_thread(lambda stop: list(python_files(root, start, stop)))
+    return await in_thread(lambda stop: list(python_files(root, start, stop)))

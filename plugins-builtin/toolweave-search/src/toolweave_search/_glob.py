@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+from functools import partial
 from pathlib import Path
 
 import anyio.to_thread
@@ -17,9 +19,10 @@ from toolweave import (
     ToolOutput,
     Workspace,
 )
+from toolweave._preview import preview
 
-from toolweave_search._engine import EngineParams, list_files, resolve_engine
-from toolweave_search._globs import GlobFilter, literal_prefix
+from toolweave_search._engine import EngineParams, in_thread, list_files, resolve_engine
+from toolweave_search._globs import MAX_PATTERN_CHARS, GlobFilter, literal_prefix
 
 __all__ = ["Glob", "GlobArgs", "GlobOutput", "GlobParams"]
 
@@ -29,6 +32,7 @@ class GlobArgs(BaseModel):
 
     pattern: str = Field(
         min_length=1,
+        max_length=MAX_PATTERN_CHARS,
         description=(
             "Glob matched against file paths below `path`: `**/*.py` (any depth), "
             "`src/**/test_*.ts`, `*.md` (only directly in `path`), `**/*.{js,jsx}`."
@@ -89,6 +93,20 @@ def _newest_first(root: Path, paths: list[str]) -> list[str]:
     return [rel for _, rel in stamped]
 
 
+def _matching(
+    matcher: GlobFilter, listed: list[str], skip: int, stop: threading.Event
+) -> list[str]:
+    """The paths of ``listed`` that match, off the event loop; stops when ``stop`` is set
+    (the call was cancelled or passed its deadline)."""
+    out: list[str] = []
+    for path in listed:
+        if stop.is_set():
+            break
+        if matcher.matches(path[skip:]):
+            out.append(path)
+    return out
+
+
 def _narrowed(base: Path, prefix: str) -> Path | None:
     """The folder to list: ``base``, or its subfolder ``prefix`` that every match must be
     in (``None`` when that does not exist inside the workspace)."""
@@ -132,10 +150,10 @@ listing it is enough. Prefer it over `find` or `ls` in a shell."""
         if not base.is_dir():
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
-                f"{args.path!r} is a file; give the folder to search in as `path`.",
+                f"{preview(args.path)!r} is a file; give the folder to search in as `path`.",
             )
         pattern = args.pattern.strip().removeprefix("./")
-        matcher = GlobFilter(pattern, anchored=True)
+        matcher = GlobFilter(pattern, anchored=True)  # bounded: see _globs
         start = _narrowed(base, literal_prefix(pattern))
         if start is None:
             return GlobOutput(files=[], total=0)
@@ -143,7 +161,7 @@ listing it is enough. Prefer it over `find` or `ls` in a shell."""
         listed = await list_files(rg, root, start)
         prefix = "" if base == root else workspace.relative(base)
         skip = len(prefix) + 1 if prefix else 0
-        matched = [p for p in listed if matcher.matches(p[skip:])]
+        matched = await in_thread(partial(_matching, matcher, listed, skip))
         ordered = await anyio.to_thread.run_sync(_newest_first, root, matched)
         shown = ordered[: params.max_results]
         return GlobOutput(

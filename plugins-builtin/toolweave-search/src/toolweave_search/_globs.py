@@ -2,25 +2,81 @@
 
 ``*`` and ``?`` stay within one path segment, ``**`` spans segments, ``[abc]`` is a
 character class and ``{a,b}`` lists alternatives (nestable).
+
+A model writes these patterns, so what one can cost is bounded: a pattern is at most
+:data:`MAX_PATTERN_CHARS` long and expands to at most :data:`MAX_ALTERNATIVES` brace
+alternatives (counted before anything is expanded), and matching never backtracks
+more than one segment at a time. Each segment compiles to a regular expression whose
+``*`` runs are atomic (as :func:`fnmatch.translate` writes them), and ``**`` is matched
+segment by segment over the set of positions reachable so far, so one path costs at
+most (pattern segments × path segments) segment matches.
 """
 
 from __future__ import annotations
 
-from pathspec import GitIgnoreSpec
+import fnmatch
+import re
+from collections.abc import Callable
 
-from toolweave_search._ignore import IgnoreFile
+from toolweave import ErrorKind, ToolError
+from toolweave._preview import preview
 
-__all__ = ["GlobFilter", "expand_braces", "literal_prefix"]
+__all__ = [
+    "MAX_ALTERNATIVES",
+    "MAX_EXPANDED_CHARS",
+    "MAX_PATTERN_CHARS",
+    "GlobFilter",
+    "check_glob",
+    "expand_braces",
+    "literal_prefix",
+]
 
 _META = frozenset("*?[{")
 
+MAX_PATTERN_CHARS = 1_000
+"""The longest glob accepted, in characters."""
 
-def expand_braces(pattern: str) -> list[str]:
-    """Every alternative of ``pattern``'s ``{a,b}`` groups (``*.{ts,tsx}`` → two globs)."""
+MAX_ALTERNATIVES = 256
+"""The most alternatives the ``{a,b}`` groups of one glob may expand to."""
+
+MAX_EXPANDED_CHARS = 16_384
+"""The most characters all alternatives of one glob may hold together (about)."""
+
+
+def check_glob(pattern: str, field: str) -> None:
+    """Refuse a glob that is too long or expands to too many alternatives.
+
+    Raises:
+        ToolError: ``invalid_params`` naming the limit.
+    """
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolError(
+            ErrorKind.INVALID_PARAMS,
+            f"`{field}` is {len(pattern)} characters long ({preview(pattern, 60)!r}); "
+            f"the limit is {MAX_PATTERN_CHARS}",
+        )
+    count = _count(pattern)
+    if count > MAX_ALTERNATIVES or count * len(pattern) > MAX_EXPANDED_CHARS:
+        raise ToolError(
+            ErrorKind.INVALID_PARAMS,
+            f"`{field}` expands to too many alternatives through its {{a,b}} groups (the "
+            f"limits are {MAX_ALTERNATIVES} alternatives and {MAX_EXPANDED_CHARS} characters "
+            "in all); use fewer groups or shorter lists",
+        )
+
+
+def _groups(pattern: str) -> tuple[int, int, list[str]] | None:
+    """The first top-level ``{...}`` group with two options or more: its start, its
+    end and its options."""
     depth = 0
     start = -1
+    escaped = False
     for i, char in enumerate(pattern):
+        if escaped:
+            escaped = False
+            continue
         if char == "\\":
+            escaped = True
             continue
         if char == "{":
             if depth == 0:
@@ -30,33 +86,69 @@ def expand_braces(pattern: str) -> list[str]:
             depth -= 1
             if depth == 0:
                 options = _split_top(pattern[start + 1 : i])
-                if len(options) < 2:
-                    continue
-                head, tail = pattern[:start], pattern[i + 1 :]
-                out: list[str] = []
-                for option in options:
-                    for expanded in expand_braces(head + option + tail):
-                        if expanded not in out:
-                            out.append(expanded)
-                return out
-    return [pattern]
+                if len(options) >= 2:
+                    return start, i, options
+    return None
+
+
+def _count(pattern: str, budget: int = MAX_ALTERNATIVES + 1) -> int:
+    """How many alternatives ``pattern`` expands to, counting stopped above ``budget``
+    (a product of group sizes, never an expansion)."""
+    found = _groups(pattern)
+    if found is None:
+        return 1
+    _, end, options = found
+    inner = 0
+    for option in options:
+        inner += _count(option, budget)
+        if inner > budget:
+            return inner
+    rest = _count(pattern[end + 1 :], budget)
+    return inner * rest if inner * rest <= budget else budget + 1
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """Every alternative of ``pattern``'s ``{a,b}`` groups (``*.{ts,tsx}`` → two globs),
+    without duplicates, in order.
+
+    Raises:
+        ToolError: ``invalid_params`` when there would be more than
+            :data:`MAX_ALTERNATIVES` (see :func:`check_glob`).
+    """
+    check_glob(pattern, "pattern")
+    return list(dict.fromkeys(_expand(pattern)))
+
+
+def _expand(pattern: str) -> list[str]:
+    found = _groups(pattern)
+    if found is None:
+        return [pattern]
+    start, end, options = found
+    head = pattern[:start]
+    tails = _expand(pattern[end + 1 :])
+    return [head + alt + tail for option in options for alt in _expand(option) for tail in tails]
 
 
 def _split_top(inner: str) -> list[str]:
     parts: list[str] = []
     depth = 0
-    current = ""
+    current: list[str] = []
+    escaped = False
     for char in inner:
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
             continue
-        if char == "{":
+        elif char == "{":
             depth += 1
         elif char == "}":
             depth -= 1
-        current += char
-    parts.append(current)
+        current.append(char)
+    parts.append("".join(current))
     return parts
 
 
@@ -72,6 +164,63 @@ def literal_prefix(pattern: str) -> str:
     return "/".join(kept)
 
 
+def _segment(text: str) -> Callable[[str], bool]:
+    """A matcher of one path segment for the glob segment ``text``."""
+    if not any(c in "*?[\\" for c in text):
+        return text.__eq__
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and i + 1 < len(text):
+            escaped = text[i + 1]  # a wildcard in a class of its own is literal
+            out.append(f"[{escaped}]" if escaped in "*?[" else escaped)
+            i += 2
+            continue
+        if char == "[" and text.startswith("[^", i):
+            out.append("[!")
+            i += 2
+            continue
+        out.append(char)
+        i += 1
+    regex = re.compile(fnmatch.translate("".join(out)))
+    return lambda segment: regex.match(segment) is not None
+
+
+class _Alternative:
+    """One brace-free glob, matched segment by segment."""
+
+    __slots__ = ("segments",)
+
+    def __init__(self, pattern: str) -> None:
+        parts = [p for p in pattern.split("/") if p not in ("", ".")]
+        self.segments: list[Callable[[str], bool] | None] = []
+        for i, part in enumerate(parts):
+            if part == "**":
+                last = i == len(parts) - 1
+                if not self.segments or self.segments[-1] is not None:
+                    self.segments.append(None)  # any number of segments
+                if last:
+                    self.segments.append(_anything)  # "dir/**": at least one below
+            else:
+                self.segments.append(_segment(part))
+
+    def matches(self, names: list[str]) -> bool:
+        reach = {0}
+        for matcher in self.segments:
+            if not reach:
+                return False
+            if matcher is None:
+                reach = set(range(min(reach), len(names) + 1))
+                continue
+            reach = {j + 1 for j in reach if j < len(names) and matcher(names[j])}
+        return len(names) in reach
+
+
+def _anything(segment: str) -> bool:
+    return True
+
+
 class GlobFilter:
     """Matches file paths (relative to a search folder) against a glob.
 
@@ -79,25 +228,27 @@ class GlobFilter:
         pattern: The glob.
         anchored: ``True``: the whole path must match (``*.py`` only at the top).
             ``False``: a pattern without ``/`` matches the file name at any depth.
+
+    Raises:
+        ToolError: ``invalid_params`` for a glob over the limits of :func:`check_glob`.
     """
 
-    __slots__ = ("_file", "basename_only", "pattern")
+    __slots__ = ("_alternatives", "basename_only", "pattern")
 
     def __init__(self, pattern: str, *, anchored: bool) -> None:
         self.pattern = pattern
         alternatives = expand_braces(pattern.strip())
         self.basename_only = not anchored and all("/" not in a for a in alternatives)
-        lines: list[str] = []
+        compiled: list[_Alternative] = []
         for alt in alternatives:
-            if anchored or "/" in alt:
-                alt = "/" + alt.lstrip("/")
-            elif alt.startswith(("!", "#")):
-                alt = "\\" + alt
-            lines.append(alt)
-        spec = GitIgnoreSpec.from_lines(lines)
-        rules = tuple((p.regex, True) for p in spec.patterns if p.include and p.regex is not None)
-        self._file = IgnoreFile("", rules)
+            if alt.endswith("/") and alt.strip("/"):
+                continue  # names a folder: never a file
+            if not anchored and "/" not in alt:
+                alt = "**/" + alt
+            compiled.append(_Alternative(alt))
+        self._alternatives = tuple(compiled)
 
     def matches(self, path: str) -> bool:
         """Whether the file at ``path`` (relative to the search folder) matches."""
-        return self._file.decide(path, False) is True
+        names = path.split("/")
+        return any(alt.matches(names) for alt in self._alternatives)

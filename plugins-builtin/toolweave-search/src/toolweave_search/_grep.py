@@ -6,9 +6,13 @@ from pydantic import BaseModel, Field
 from toolweave import Capabilities, Context, Kind, Tool, ToolOutput, Workspace
 
 from toolweave_search._engine import EngineParams, resolve_engine, search
+from toolweave_search._globs import MAX_PATTERN_CHARS, check_glob
 from toolweave_search._results import GrepQuery, OutputMode, format_hits
 
-__all__ = ["Grep", "GrepArgs", "GrepOutput", "GrepParams"]
+__all__ = ["MAX_REGEX_CHARS", "Grep", "GrepArgs", "GrepOutput", "GrepParams"]
+
+MAX_REGEX_CHARS = 2_000
+"""The longest regular expression ``grep`` accepts, in characters."""
 
 
 class GrepArgs(BaseModel):
@@ -16,6 +20,7 @@ class GrepArgs(BaseModel):
 
     pattern: str = Field(
         min_length=1,
+        max_length=MAX_REGEX_CHARS,
         description=(
             "Regular expression to search for (ripgrep syntax, much like Python's): "
             r"`def \w+_test`, `TODO|FIXME`, `log\.error\(`. Escape literal `(`, `[`, `{`, `.`."
@@ -31,6 +36,7 @@ class GrepArgs(BaseModel):
 
     glob: str | None = Field(
         default=None,
+        max_length=MAX_PATTERN_CHARS,
         description=(
             "Only search files matching this glob. Without `/` it matches file names at any "
             "depth (`*.py`, `*.{ts,tsx}`); with `/` it matches paths below `path` "
@@ -176,6 +182,8 @@ line by line, so a pattern cannot span lines."""
             after=after,
             limit=limit,
         )
+        if query.glob is not None:
+            check_glob(query.glob, "glob")
         rg = resolve_engine(params.engine, params.ripgrep_path)
         hits = await search(rg, root, query)
         lines, files, truncated = format_hits(
