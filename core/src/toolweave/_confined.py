@@ -27,7 +27,7 @@ from typing import Literal, final
 from toolweave._preview import preview
 from toolweave.errors import ErrorKind, ToolError
 
-__all__ = ["MAX_LINKS", "MAX_PATH_CHARS", "Location", "walk"]
+__all__ = ["MAX_LINKS", "MAX_PATH_CHARS", "Location", "check_path", "walk"]
 
 MAX_PATH_CHARS = 4096
 """The longest path a walk accepts (Linux's ``PATH_MAX``), in characters."""
@@ -125,6 +125,25 @@ class Location:
         return os.open(name, flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=self.dir_fd)
 
 
+def check_path(asked: str) -> None:
+    """Refuse text that cannot be a path: longer than :data:`MAX_PATH_CHARS`, or holding
+    a NUL character.
+
+    Raises:
+        ToolError: ``invalid_params`` naming the limit or the character.
+    """
+    if len(asked) > MAX_PATH_CHARS:
+        raise ToolError(
+            ErrorKind.INVALID_PARAMS,
+            f"the path `{preview(asked)}` is {len(asked)} characters long; the limit is "
+            f"{MAX_PATH_CHARS}",
+        )
+    if "\x00" in asked:
+        raise ToolError(
+            ErrorKind.INVALID_PARAMS, f"the path {preview(asked)!r} contains a NUL character"
+        )
+
+
 def _denied(asked: str, root: str, *, via_link: bool) -> ToolError:
     how = "leads" if via_link else "is"
     link = " through a symbolic link" if via_link else ""
@@ -209,16 +228,7 @@ def walk(
             "this system cannot open paths relative to a folder without following links, "
             "so paths cannot be confined to the workspace",
         )
-    if len(asked) > MAX_PATH_CHARS:
-        raise ToolError(
-            ErrorKind.INVALID_PARAMS,
-            f"the path `{preview(asked)}` is {len(asked)} characters long; the limit is "
-            f"{MAX_PATH_CHARS}",
-        )
-    if "\x00" in asked:
-        raise ToolError(
-            ErrorKind.INVALID_PARAMS, f"the path {preview(asked)!r} contains a NUL character"
-        )
+    check_path(asked)
     prefix = root.rstrip("/") + "/"
     start = below_root(root, prefix, asked)
     if start is None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from toolweave._confined import MAX_PATH_CHARS, Location, walk
+from toolweave._confined import MAX_PATH_CHARS, Location, check_path, walk
 from toolweave._preview import preview
 from toolweave.errors import ErrorKind, MissingResourceError, ToolError
 
@@ -183,16 +183,7 @@ class Workspace:
                 there; ``invalid_params`` when the text cannot be a path (a NUL byte).
         """
         asked = os.fspath(path)
-        if len(asked) > MAX_PATH_CHARS:
-            raise ToolError(
-                ErrorKind.INVALID_PARAMS,
-                f"the path `{preview(asked)}` is {len(asked)} characters long; the limit "
-                f"is {MAX_PATH_CHARS}",
-            )
-        if "\x00" in asked:
-            raise ToolError(
-                ErrorKind.INVALID_PARAMS, f"the path {preview(asked)!r} contains a NUL character"
-            )
+        check_path(asked)
         joined = os.path.join(self._text, asked)
         if not follow_final_link:
             parent, name = os.path.split(joined)
