@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import pytest
-from toolweave import ExpressionError, SetView, ToolFacts, compile_expression
+from pydantic import BaseModel, Field
+from toolweave import ExpressionError, SetView, ToolFacts, ToolSetBuilder, compile_expression, tool
 
 VIEW = SetView(
     (
@@ -123,3 +126,77 @@ def test_non_string_expression_is_rejected():
 def test_compiled_expressions_are_shared():
     """The same text compiles once; the result is reused."""
     assert compile_expression("kind:read") is compile_expression("kind:read")
+
+
+def _function_tools(count: int, requires: dict[int, str]) -> list[Any]:
+    """Distinct @tool functions; tool ``i`` declares ``requires[i]``; ``t1`` takes
+    params, and ``t2``'s argument has an alias (only its model names it)."""
+
+    class Limits(BaseModel):
+        depth: int = 3
+
+    tools: list[Any] = []
+    for i in range(count):
+        if i == 2:
+
+            async def fn(a: Annotated[str, Field(alias="A")]) -> str:
+                """Join."""
+                return a
+
+        else:
+
+            async def fn(a: str, b: int = 0) -> str:  # type: ignore[misc]
+                """Join."""
+                return f"{a}:{b}"
+
+        fn.__name__ = f"t{i}"
+        tools.append(tool(requires=requires.get(i), params=Limits if i == 1 else None)(fn))
+    return tools
+
+
+def test_requirements_are_evaluated_without_models():
+    """Requirements over ids, kinds and namespaces create no Args model and dump no
+    params; ``schema:`` reads argument names of the tools it names only (from the
+    signature, or from the model where an alias decides), ``param:`` dumps the params
+    of the tools it names only."""
+    dumps: list[str] = []
+    original = BaseModel.model_dump
+
+    def counting(self: BaseModel, **kwargs: Any) -> dict[str, Any]:
+        dumps.append(type(self).__name__)
+        return original(self, **kwargs)
+
+    tools = _function_tools(
+        100, {0: "tool:t9 and kind:other and ns:main", 5: "schema:t7.b", 6: "schema:t2.A"}
+    )
+    builder = ToolSetBuilder()
+    builder.add_all(tools)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(BaseModel, "model_dump", counting)
+        toolset = builder.build()
+        assert not [d for d in dumps if d == "Limits"]
+    assert len(toolset) == 100
+    assert [t.__name__ for t in tools if "args_model" in t.__dict__] == ["T2Tool"]
+
+    tools = _function_tools(50, {0: "param:t1.depth == 3", 3: "param:t4.depth"})
+    builder = ToolSetBuilder()
+    builder.add_all(tools)
+    dumps.clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(BaseModel, "model_dump", counting)
+        toolset = builder.build()
+    assert toolset.names[:3] == ["t0", "t1", "t2"]
+    assert "t3" not in toolset
+    assert dumps.count("Limits") == 1
+    assert not any("args_model" in t.__dict__ for t in tools)
+
+
+def test_lazy_facts_equal_given_ones():
+    """Facts of a registered tool read the same as facts written out."""
+    builder = ToolSetBuilder()
+    builder.add_all(_function_tools(3, {}))
+    toolset = builder.build()
+    facts = toolset.view.tools
+    assert facts[0] == ToolFacts("main:t0", "other", {}, frozenset({"a", "b"}), "t0")
+    assert facts[1].params == {"depth": 3}
+    assert facts[2].fields == frozenset({"A"})

@@ -49,6 +49,7 @@ __all__ = [
     "json_schema",
     "kwargs_validator",
     "model_arguments",
+    "plain_names",
 ]
 
 MISSING: Any = PydanticUndefined
@@ -314,6 +315,17 @@ def json_schema(title: str, parameters: tuple[Parameter, ...]) -> dict[str, Any]
     assembled["title"] = title
     assembled["type"] = "object"
     return assembled
+
+
+def plain_names(parameters: tuple[Parameter, ...]) -> frozenset[str] | None:
+    """The argument names of the ``Args`` model of ``parameters``, without the model;
+    ``None`` where a parameter may be named otherwise (an alias) or refused."""
+    names: list[str] = []
+    for name, annotation, _default, _description in parameters:
+        if name.startswith("_") or not _plain_metadata(annotation):
+            return None
+        names.append(name)
+    return frozenset(names)
 
 
 def _copied(value: Any) -> Any:

@@ -66,14 +66,19 @@ class _Planned:
     to_client: dict[str, str] | None = None
     description: str = ""
     timeout: float | None = None
+    known: ToolFacts | None = None
 
     @property
     def label(self) -> str:
         return self.fqid or self.config.id
 
     def facts(self) -> ToolFacts:
-        assert self.tool is not None
-        return ToolFacts.of(self.tool, kind=self.kind, params=self.params, name=self.name)
+        """What expressions see of this entry (made once; its params and argument names
+        are read only if an expression asks)."""
+        if self.known is None:
+            assert self.tool is not None
+            self.known = ToolFacts.of(self.tool, kind=self.kind, params=self.params, name=self.name)
+        return self.known
 
 
 @dataclass(slots=True)

@@ -36,6 +36,7 @@ from toolweave.catalog._arguments import (
     json_schema,
     kwargs_validator,
     model_arguments,
+    plain_names,
 )
 from toolweave.errors import ErrorKind, ToolError
 
@@ -274,6 +275,23 @@ class ErasedTool:
         if model is None and self._args_of is not None:
             model = self._args_model = self._args_of.args_model
         return model
+
+    def argument_names(self) -> frozenset[str]:
+        """The top-level argument names, as the input schema spells them.
+
+        For an ``@tool`` function whose parameters need no model, its parameter names
+        (no model is created); else the ``Args`` model's fields (aliases where set; no
+        JSON Schema is generated); for JSON-only tools, the schema's ``properties``.
+        """
+        plain = None if self._args_of is None else _plain_parameters(self._args_of)
+        names = None if plain is None else plain_names(plain[1])
+        if names is not None:
+            return names
+        model = self.args_model
+        if model is not None:
+            return frozenset(f.alias or name for name, f in model.model_fields.items())
+        props = self.input_schema.get("properties")
+        return frozenset(props) if isinstance(props, Mapping) else frozenset()
 
     @property
     def input_schema(self) -> dict[str, Any]:

@@ -39,7 +39,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
 from toolweave.authoring._tool import Kind
@@ -64,19 +64,31 @@ __all__ = [
 def arg_fields(tool: ErasedTool) -> frozenset[str]:
     """The top-level argument names of a tool, as its input schema spells them.
 
-    Read from the ``Args`` model's fields (no JSON Schema is generated), or from the
-    schema's ``properties`` for JSON-only tools.
+    Read from an ``@tool`` function's signature when its schema is composed without a
+    model (see :meth:`ErasedTool.argument_names`), else from the ``Args`` model's
+    fields (no JSON Schema is generated), or from the schema's ``properties`` for
+    JSON-only tools.
     """
-    model = tool.args_model
-    if model is not None:
-        return frozenset(f.alias or name for name, f in model.model_fields.items())
-    props = tool.input_schema.get("properties")
-    return frozenset(props) if isinstance(props, Mapping) else frozenset()
+    return tool.argument_names()
 
 
-@dataclass(frozen=True, slots=True)
+def _dump_params(params: Any) -> Mapping[str, Any]:
+    if params is None:
+        return {}
+    if isinstance(params, Mapping):
+        return params
+    dumped: Mapping[str, Any] = params.model_dump(mode="json")
+    return dumped
+
+
+@final
 class ToolFacts:
     """What an expression may ask about one configured tool.
+
+    ``params`` and ``fields`` of facts made with :meth:`of` are worked out on first
+    access: only ``param:`` and ``schema:`` predicates read them, and only for the
+    tools they name, so a set whose expressions ask nothing of the kind never dumps
+    params nor reads argument names (which, for some tools, means creating a model).
 
     Attributes:
         fqid: ``namespace:id``.
@@ -86,11 +98,44 @@ class ToolFacts:
         name: The client-visible name (for messages only).
     """
 
-    fqid: str
-    kind: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-    fields: frozenset[str] = frozenset()
-    name: str = ""
+    __slots__ = ("_fields", "_params", "_tool", "fqid", "kind", "name")
+
+    def __init__(
+        self,
+        fqid: str,
+        kind: str,
+        params: Mapping[str, Any] | None = None,
+        fields: frozenset[str] | None = None,
+        name: str = "",
+        *,
+        _tool: ErasedTool | None = None,
+    ) -> None:
+        self.fqid = fqid
+        self.kind = kind
+        self.name = name
+        self._params: Any = {} if params is None else params
+        self._fields: frozenset[str] | None = (
+            frozenset() if fields is None and _tool is None else fields
+        )
+        self._tool = _tool
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The effective params as JSON-able data (dumped on first access)."""
+        params = self._params
+        if isinstance(params, Mapping):
+            return params
+        dumped = self._params = _dump_params(params)
+        return dumped
+
+    @property
+    def fields(self) -> frozenset[str]:
+        """Top-level argument names of the tool's input schema (read on first access)."""
+        fields = self._fields
+        if fields is None:
+            assert self._tool is not None
+            fields = self._fields = arg_fields(self._tool)
+        return fields
 
     @property
     def id(self) -> str:
@@ -102,6 +147,26 @@ class ToolFacts:
         """The namespace."""
         return self.fqid.split(":", 1)[0]
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolFacts):
+            return NotImplemented
+        return (self.fqid, self.kind, self.name, self.params, self.fields) == (
+            other.fqid,
+            other.kind,
+            other.name,
+            other.params,
+            other.fields,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.fqid, self.kind, self.name))
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolFacts(fqid={self.fqid!r}, kind={self.kind!r}, params={self.params!r}, "
+            f"fields={self.fields!r}, name={self.name!r})"
+        )
+
     @classmethod
     def of(
         cls,
@@ -111,19 +176,15 @@ class ToolFacts:
         params: Any = None,
         name: str = "",
     ) -> ToolFacts:
-        """Facts about an erased handle, with the configured kind and effective params."""
-        if params is None:
-            dumped: Mapping[str, Any] = {}
-        elif isinstance(params, Mapping):
-            dumped = params
-        else:
-            dumped = params.model_dump(mode="json")
+        """Facts about an erased handle, with the configured kind and effective params
+        (a mapping, or a params model dumped when first asked for)."""
         return cls(
-            fqid=tool.fqid,
-            kind=str(Kind(kind if kind is not None else tool.kind).value),
-            params=dumped,
-            fields=arg_fields(tool),
-            name=name or tool.id,
+            tool.fqid,
+            str(Kind(kind if kind is not None else tool.kind).value),
+            {} if params is None else params,
+            None,
+            name or tool.id,
+            _tool=tool,
         )
 
 
