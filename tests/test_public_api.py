@@ -77,6 +77,7 @@ PUBLIC_API = [
     "hookimpl",
     "kill_process_group",
     "load_packs",
+    "preview",
     "process_group",
     "read_only_guard",
     "reminder",

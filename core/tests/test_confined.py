@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from toolweave import ErrorKind, ToolError, Workspace
-from toolweave._preview import preview
+from toolweave.errors import preview
 from toolweave.resources import MAX_PATH_CHARS
 
 

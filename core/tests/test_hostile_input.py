@@ -223,7 +223,7 @@ async def test_run_tool_calls_survives_hostile_replies(tmp_path: Path) -> None:
     messages = await session.run_tool_calls(openai, provider="openai")
     assert [m["tool_call_id"] for m in messages] == ["c1", "c2", "c3"]
     assert messages[0]["content"].startswith("invalid_params: Invalid arguments for plain")
-    assert messages[1]["content"].startswith("Tool names are strings")
+    assert messages[1]["content"].startswith("not_found: Tool names are strings")
     assert messages[2]["content"] == "n=0"
     anthropic = {
         "content": [

@@ -174,13 +174,17 @@ def test_workspace_root_is_absolute_and_resolved(tmp_path: Path) -> None:
     assert Workspace(Path("relative")).root.is_absolute()
 
 
-def test_environment_defaults_to_a_copy_of_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Environment captures os.environ when made, and later changes do not leak in."""
-    monkeypatch.setenv("TOOLWEAVE_TEST_VAR", "one")
+def test_environment_defaults_to_the_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Environment() holds the allow-listed variables, captured when made, and never the
+    host's secrets; everything() is the explicit opt-in to all of them."""
+    monkeypatch.setenv("LANG", "one")
+    monkeypatch.setenv("OPENAI_API_KEY", "secret")
     env = Environment()
-    monkeypatch.setenv("TOOLWEAVE_TEST_VAR", "two")
-    assert env.variables["TOOLWEAVE_TEST_VAR"] == "one"
-    assert os.environ["TOOLWEAVE_TEST_VAR"] == "two"
+    monkeypatch.setenv("LANG", "two")
+    assert env.variables["LANG"] == "one"
+    assert os.environ["LANG"] == "two"
+    assert "OPENAI_API_KEY" not in env.variables
+    assert Environment.everything().variables["OPENAI_API_KEY"] == "secret"
 
 
 def test_repr_names_the_types() -> None:

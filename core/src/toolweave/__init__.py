@@ -52,6 +52,7 @@ from toolweave.errors import (
     ToolError,
     ToolweaveError,
     UsageError,
+    preview,
 )
 from toolweave.plugins import PackInfo, PackManager, check_config, hookimpl, load_packs
 from toolweave.processes import kill_process_group, process_group
@@ -139,6 +140,7 @@ __all__ = [
     "hookimpl",
     "kill_process_group",
     "load_packs",
+    "preview",
     "process_group",
     "read_only_guard",
     "reminder",

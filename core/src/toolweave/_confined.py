@@ -24,7 +24,7 @@ import errno
 import os
 from typing import Literal, final
 
-from toolweave._preview import preview
+from toolweave.errors import preview
 from toolweave.errors import ErrorKind, ToolError
 
 __all__ = ["MAX_LINKS", "MAX_PATH_CHARS", "Location", "check_path", "walk"]

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
 from toolweave._confined import MAX_PATH_CHARS, Location, check_path, walk
-from toolweave._preview import preview
-from toolweave.errors import ErrorKind, MissingResourceError, ToolError
+from toolweave.errors import ErrorKind, MissingResourceError, ToolError, preview
 
-__all__ = ["MAX_PATH_CHARS", "Environment", "Location", "Resources", "Workspace"]
+__all__ = [
+    "MAX_PATH_CHARS",
+    "SAFE_VARIABLES",
+    "Environment",
+    "Location",
+    "Resources",
+    "Workspace",
+    "safe_environ",
+]
 
 T = TypeVar("T")
 _MISSING: Any = object()
@@ -300,12 +308,52 @@ class Workspace:
         return ToolError(ErrorKind.NOT_FOUND, f"`{preview(asked)}` does not exist in the workspace")
 
 
+SAFE_VARIABLES: tuple[str, ...] = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "COLORTERM",
+    "TMPDIR",
+    "TZ",
+)
+"""Variables of the host's environment that commands get by default (``fnmatch``
+patterns, case-sensitive): where programs are, who and where the user is, language,
+terminal, temp folder, time zone. Nothing that usually holds a credential."""
+
+
+def safe_environ(passthrough: Iterable[str] = ()) -> dict[str, str]:
+    """The variables of this process's environment that match :data:`SAFE_VARIABLES`
+    or one of the ``passthrough`` names or patterns."""
+    patterns = (*SAFE_VARIABLES, *passthrough)
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if any(fnmatchcase(name, pattern) for pattern in patterns)
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class Environment:
     """Environment variables that commands started by tools receive.
+
+    ``Environment()`` holds only the allow-listed variables of this process
+    (:data:`SAFE_VARIABLES`): the host's secrets (API keys, tokens) never reach a
+    command unless the host passes them. ``Environment(os.environ)`` (or
+    :meth:`everything`) passes everything, an explicit choice.
 
     Attributes:
         variables: The variables, as a read-only mapping.
     """
 
-    variables: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    variables: Mapping[str, str] = field(default_factory=safe_environ)
+
+    @classmethod
+    def everything(cls) -> Environment:
+        """This process's whole environment, secrets included (an explicit opt-in)."""
+        return cls(dict(os.environ))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from toolweave import ErrorKind, Resources, ToolError, Workspace
-from toolweave._preview import preview
+from toolweave.errors import preview
 from toolweave.resources import Location
 
 __all__ = [

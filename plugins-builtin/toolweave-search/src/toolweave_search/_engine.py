@@ -12,7 +12,7 @@ from typing import Literal, TypeVar
 import anyio.to_thread
 from pydantic import BaseModel
 from toolweave import ErrorKind, ToolError
-from toolweave._preview import preview
+from toolweave.errors import preview
 
 from toolweave_search._pyengine import python_files, python_grep
 from toolweave_search._results import FileHits, GrepQuery

@@ -19,7 +19,7 @@ from toolweave import (
     ToolOutput,
     Workspace,
 )
-from toolweave._preview import preview
+from toolweave.errors import preview
 
 from toolweave_search._engine import EngineParams, in_thread, list_files, resolve_engine
 from toolweave_search._globs import MAX_PATTERN_CHARS, GlobFilter, literal_prefix

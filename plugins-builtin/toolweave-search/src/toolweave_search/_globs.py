@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 
 from toolweave import ErrorKind, ToolError
-from toolweave._preview import preview
+from toolweave.errors import preview
 
 __all__ = [
     "MAX_ALTERNATIVES",

@@ -4,27 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from fnmatch import fnmatchcase
+
+from toolweave.resources import SAFE_VARIABLES, safe_environ
 
 __all__ = ["SAFE_VARIABLES", "command_environment"]
-
-SAFE_VARIABLES: tuple[str, ...] = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LANGUAGE",
-    "LC_*",
-    "TERM",
-    "COLORTERM",
-    "TMPDIR",
-    "TZ",
-)
-"""Variables of the host's environment that commands get by default (``fnmatch``
-patterns, case-sensitive): where programs are, who and where the user is, language,
-terminal, temp folder, time zone. Nothing that usually holds a credential."""
 
 
 def command_environment(
@@ -50,12 +33,7 @@ def command_environment(
     elif inherit:
         env = dict(os.environ)
     else:
-        patterns = (*SAFE_VARIABLES, *passthrough)
-        env = {
-            name: value
-            for name, value in os.environ.items()
-            if any(fnmatchcase(name, pattern) for pattern in patterns)
-        }
+        env = safe_environ(passthrough)
     if extra:
         env.update(extra)
     return env
