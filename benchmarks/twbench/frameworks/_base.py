@@ -7,9 +7,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from twbench._tools import RAW_ARGS
+from twbench._tools import raw_for
 
-__all__ = ["Dispatch", "Framework", "Variant", "first_call_of"]
+__all__ = ["Dispatch", "Framework", "HostLoop", "Variant", "first_call_of", "host_loop_of"]
+
+HostLoop = Callable[[dict[str, Any]], Awaitable[list[dict[str, Any]]]]
+"""A host's turn: a provider reply (an OpenAI chat message with tool calls) in, the tool
+messages to append out."""
 
 
 @dataclass(frozen=True)
@@ -17,14 +21,18 @@ class Variant:
     """One way of calling the tool that a framework offers (a row of W1).
 
     Attributes:
-        key: ``async``, ``sync`` or a framework-specific key (``sync-thread``).
-        kind: Which tool function runs (``async`` or ``sync``).
+        key: ``async``, ``sync``, ``rich`` or a framework-specific key (``sync-thread``,
+            ``async-packs``).
+        kind: Which tool function runs (``async``, ``sync``, ``sleep`` or ``rich``).
         label: What the row says about the variant (how a sync tool runs).
+        packs: toolweave only: the four built-in packs are loaded into the same builder,
+            and the session is a host's (reminders, guards, the default state store).
     """
 
     key: str
     kind: str
     label: str
+    packs: bool = False
 
 
 @dataclass
@@ -36,12 +44,19 @@ class Dispatch:
         answer: Turns ``invoke``'s result into the text the model would read (not timed).
         path: Exactly which public path ``invoke`` goes through.
         closers: Called (not timed) when the workload is done with the dispatch.
+        host: How a host runs a provider reply's tool calls with this framework (W1's
+            host loop); ``None``: by hand over ``invoke`` (:func:`host_loop_of`).
+        host_path: What ``host`` runs, for the tables.
+        session: toolweave only: the session ``invoke`` calls (W1's state-writing rows).
     """
 
     invoke: Callable[[str], Awaitable[Any]]
     answer: Callable[[Any], str]
     path: str
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    host: HostLoop | None = None
+    host_path: str = ""
+    session: Any = None
 
     async def close(self) -> None:
         """Release what the dispatch holds (clients, sessions)."""
@@ -83,6 +98,7 @@ class Framework:
         return (
             Variant("async", "async", "async tool"),
             Variant("sync", "sync", f"sync tool ({self.sync_note})"),
+            Variant("rich", "rich", "realistic async tool (8 arguments)"),
         )
 
     async def dispatch(self, variant: Variant, fillers: int = 0) -> Dispatch:
@@ -94,9 +110,12 @@ class Framework:
         """Register every function as a tool and build the framework's set (W2)."""
         raise NotImplementedError
 
-    async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
-        """Prepare (untimed) the first call of tool ``name`` of a fresh set; the returned
-        coroutine function makes that call (timed) and returns the model text."""
+    async def first_call(
+        self, built: Any, name: str, kind: str = "async"
+    ) -> Callable[[], Awaitable[str]]:
+        """Prepare (untimed) the first call of tool ``name`` (a ``kind`` tool) of a fresh
+        set; the returned coroutine function makes that call (timed) and returns the
+        model text."""
         raise NotImplementedError
 
     async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
@@ -104,14 +123,42 @@ class Framework:
         returned coroutine function renders them (timed)."""
         raise NotImplementedError
 
+    async def use_all(self, built: Any, names: Sequence[str], kind: str) -> tuple[Any, list[str]]:
+        """List a built set's OpenAI definitions, then call every tool once (W2's memory
+        row). Returns what a host would keep alive (the listing, a session) and each
+        call's model text."""
+        render = await self.definitions(built)
+        listing = await render()
+        texts = [await (await self.first_call(built, name, kind))() for name in names]
+        return listing, texts
+
 
 def first_call_of(
-    invoke: Callable[[str], Awaitable[Any]], answer: Callable[[Any], str]
+    invoke: Callable[[str], Awaitable[Any]], answer: Callable[[Any], str], kind: str = "async"
 ) -> Callable[[], Awaitable[str]]:
     """What :meth:`Framework.first_call` returns for a framework called as ``invoke(raw)``:
-    one call with the benchmark's arguments, read as the model's text by ``answer``."""
+    one call with the benchmark's arguments for a ``kind`` tool, read as the model's text
+    by ``answer``."""
+    raw = raw_for(kind)
 
     async def call() -> str:
-        return answer(await invoke(RAW_ARGS))
+        return answer(await invoke(raw))
 
     return call
+
+
+def host_loop_of(dispatch: Dispatch) -> HostLoop:
+    """A host's turn written by hand over a framework's call path: for each tool call of
+    the reply, its JSON arguments to ``invoke``, the result read as text, one OpenAI
+    ``tool`` message per call (what a host writes for a framework with no reply-level
+    API). ``invoke`` is bound to the tool already, so no name is looked up."""
+    invoke, answer = dispatch.invoke, dispatch.answer
+
+    async def run(reply: dict[str, Any]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for call in reply["tool_calls"]:
+            result = await invoke(call["function"]["arguments"])
+            out.append({"role": "tool", "tool_call_id": call["id"], "content": answer(result)})
+        return out
+
+    return run

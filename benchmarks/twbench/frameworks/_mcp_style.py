@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 from twbench._tools import fresh, fresh_many
-from twbench.frameworks._base import Dispatch, Framework, Variant, first_call_of
+from twbench.frameworks._base import Dispatch, Framework, HostLoop, Variant, first_call_of
 
 __all__ = ["MCPStyleServer"]
 
@@ -39,6 +39,26 @@ def _invoker(server: Any, name: str) -> Callable[[str], Awaitable[Any]]:
     return invoke
 
 
+def _host(server: Any) -> HostLoop:
+    call_tool = server.call_tool
+
+    async def run(reply: dict[str, Any]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for call in reply["tool_calls"]:
+            fn = call["function"]
+            result = await call_tool(fn["name"], json.loads(fn["arguments"]))
+            out.append({"role": "tool", "tool_call_id": call["id"], "content": _text(result)})
+        return out
+
+    return run
+
+
+_HOST_PATH = (
+    "per tool call of the reply: server.call_tool(name, json.loads(arguments)) -> "
+    "content text -> {role: tool, tool_call_id, content}"
+)
+
+
 class MCPStyleServer(Framework):
     """An in-process MCP server framework: subclasses say how to make the server."""
 
@@ -55,13 +75,22 @@ class MCPStyleServer(Framework):
 
     async def dispatch(self, variant: Variant, fillers: int = 0) -> Dispatch:
         fns = [*fresh_many("async", fillers, "filler"), fresh(variant.kind, "join")]  # type: ignore[arg-type]
-        return Dispatch(_invoker(self._server(fns), "join"), _text, self.call_path)
+        server = self._server(fns)
+        return Dispatch(
+            _invoker(server, "join"),
+            _text,
+            self.call_path,
+            host=_host(server),
+            host_path=_HOST_PATH,
+        )
 
     def build(self, fns: Sequence[Callable[..., Any]]) -> Any:
         return self._server(fns)
 
-    async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
-        return first_call_of(_invoker(built, name), _text)
+    async def first_call(
+        self, built: Any, name: str, kind: str = "async"
+    ) -> Callable[[], Awaitable[str]]:
+        return first_call_of(_invoker(built, name), _text, kind)
 
     async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
         async def render() -> list[dict[str, Any]]:

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, TypeAdapter, create_model
 
-from twbench._tools import floor_adapter, fresh
-from twbench.frameworks._base import Dispatch, Framework, Variant
+from twbench._tools import floor_adapter, fresh, raw_for
+from twbench.frameworks._base import Dispatch, Framework, HostLoop, Variant
 
 __all__ = ["Floor"]
 
@@ -19,13 +19,31 @@ _PATH = "cached TypeAdapter(Args).validate_json(raw) + direct call + str()"
 
 
 def _args_model(fn: Callable[..., Any]) -> type[BaseModel]:
-    hints = typing.get_type_hints(fn)
+    hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     for name, param in inspect.signature(fn).parameters.items():
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[name] = (hints[name], default)
     model: type[BaseModel] = create_model(f"{fn.__name__}_args", **fields)
     return model
+
+
+_HOST_PATH = (
+    "per tool call of the reply: dict lookup by name, W1's floor call, "
+    "{role: tool, tool_call_id, content}"
+)
+
+
+def _host(table: dict[str, Callable[[str], Awaitable[str]]]) -> HostLoop:
+    async def run(reply: dict[str, Any]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for call in reply["tool_calls"]:
+            fn = call["function"]
+            text = await table[fn["name"]](fn["arguments"])
+            out.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+        return out
+
+    return run
 
 
 class _Built:
@@ -55,10 +73,11 @@ class Floor(Framework):
         return (
             Variant("async", "async", "async tool"),
             Variant("sync", "sync", "sync tool (inline)"),
+            Variant("rich", "rich", "realistic async tool (8 arguments)"),
         )
 
     async def dispatch(self, variant: Variant, fillers: int = 0) -> Dispatch:
-        validate = floor_adapter().validate_json
+        validate = floor_adapter(variant.kind).validate_json
         if variant.kind == "sync":
             sync_fn = fresh("sync", "join")
 
@@ -66,7 +85,30 @@ class Floor(Framework):
                 args = validate(raw)
                 return str(sync_fn(args.a, args.b, args.c))
 
-            return Dispatch(invoke_sync, str, _PATH)
+            return Dispatch(
+                invoke_sync, str, _PATH, host=_host({"join": invoke_sync}), host_path=_HOST_PATH
+            )
+        if variant.kind == "rich":
+            rich_fn = fresh("rich", "join")
+
+            async def invoke_rich(raw: str) -> str:
+                a = validate(raw)
+                return str(
+                    await rich_fn(
+                        a.title,
+                        a.body,
+                        a.priority,
+                        a.labels,
+                        a.location,
+                        a.assignees,
+                        a.due_in_days,
+                        a.draft,
+                    )
+                )
+
+            return Dispatch(
+                invoke_rich, str, _PATH, host=_host({"join": invoke_rich}), host_path=_HOST_PATH
+            )
         async_fn = fresh("sleep" if variant.kind == "sleep" else "async", "join")
         others: dict[str, Any] = {f"filler{i}": None for i in range(fillers)}
         others["join"] = async_fn
@@ -76,7 +118,13 @@ class Floor(Framework):
             args = validate(raw)
             return str(await table["join"](args.a, args.b, args.c))
 
-        return Dispatch(invoke, str, _PATH + (" (dict lookup)" if fillers else ""))
+        return Dispatch(
+            invoke,
+            str,
+            _PATH + (" (dict lookup)" if fillers else ""),
+            host=_host({"join": invoke}),
+            host_path=_HOST_PATH,
+        )
 
     def build(self, fns: Sequence[Callable[..., Any]]) -> Any:
         built = _Built()
@@ -87,14 +135,15 @@ class Floor(Framework):
             built.adapters[fn.__name__] = TypeAdapter(model)
         return built
 
-    async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
+    async def first_call(
+        self, built: Any, name: str, kind: str = "async"
+    ) -> Callable[[], Awaitable[str]]:
         fn = built.fns[name]
         adapter = built.adapters[name]
+        raw = raw_for(kind)
 
         async def call() -> str:
-            from twbench._tools import RAW_ARGS
-
-            args = adapter.validate_json(RAW_ARGS)
+            args = adapter.validate_json(raw)
             result = fn(**args.__dict__)
             if asyncio.iscoroutine(result):
                 result = await result

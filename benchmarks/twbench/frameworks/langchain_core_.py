@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 from twbench._tools import fresh, fresh_many
-from twbench.frameworks._base import Dispatch, Framework, Variant, first_call_of
+from twbench.frameworks._base import Dispatch, Framework, HostLoop, Variant, first_call_of
 
 __all__ = ["LangchainCore"]
 
@@ -37,6 +37,24 @@ def _invoker(by_name: dict[str, Any], name: str) -> Callable[[str], Awaitable[An
     return invoke
 
 
+def _host(by_name: dict[str, Any]) -> HostLoop:
+    from langchain_core.messages import convert_to_messages, convert_to_openai_messages
+
+    async def run(reply: dict[str, Any]) -> list[dict[str, Any]]:
+        (message,) = convert_to_messages([reply])
+        results = [await by_name[c["name"]].ainvoke(c) for c in message.tool_calls]
+        out: list[dict[str, Any]] = convert_to_openai_messages(results)
+        return out
+
+    return run
+
+
+_HOST_PATH = (
+    "convert_to_messages([reply]) -> per AIMessage.tool_calls: tools_by_name[name].ainvoke(call) "
+    "-> convert_to_openai_messages(ToolMessages) (what a tool node does)"
+)
+
+
 class LangchainCore(Framework):
     """``StructuredTool.from_function`` + ``ainvoke`` with a ``ToolCall``."""
 
@@ -57,13 +75,17 @@ class LangchainCore(Framework):
         kind = "sync" if variant.kind == "sync" else variant.kind
         tools.append(_make(fresh(kind, "join"), kind == "sync"))  # type: ignore[arg-type]
         by_name = {t.name: t for t in tools}
-        return Dispatch(_invoker(by_name, "join"), _content, _PATH)
+        return Dispatch(
+            _invoker(by_name, "join"), _content, _PATH, host=_host(by_name), host_path=_HOST_PATH
+        )
 
     def build(self, fns: Sequence[Callable[..., Any]]) -> Any:
         return {t.name: t for t in (_make(fn, False) for fn in fns)}
 
-    async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
-        return first_call_of(_invoker(built, name), _content)
+    async def first_call(
+        self, built: Any, name: str, kind: str = "async"
+    ) -> Callable[[], Awaitable[str]]:
+        return first_call_of(_invoker(built, name), _content, kind)
 
     async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
         from langchain_core.utils.function_calling import convert_to_openai_tool

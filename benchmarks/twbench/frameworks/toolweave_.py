@@ -1,22 +1,43 @@
-"""toolweave: ``@tool`` functions, a built ``ToolSet``, calls through ``Session.call``."""
+"""toolweave: ``@tool`` functions, a built ``ToolSet``, calls through ``Session.call``.
+
+Every toolweave call carries a call id, as a host's does (the model's id for the call).
+:class:`Toolweave` is the framework of every table; :class:`ToolweaveHost` is the same
+framework as a host uses it, with the built-in packs loaded into the builder, for the
+build and listing workloads (W2, W3), where a set is built per round.
+"""
 
 from __future__ import annotations
 
 import functools
+import shutil
+import tempfile
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
-from twbench._tools import RAW_ARGS, Kind, fresh, fresh_many
+from twbench._tools import RAW_ARGS, Kind, fresh, fresh_many, raw_for
 from twbench.frameworks import _toolweave_full as full
 from twbench.frameworks._base import Dispatch, Framework, Variant, first_call_of
 
-__all__ = ["Toolweave"]
+__all__ = ["CALL_ID", "Toolweave", "ToolweaveHost"]
+
+CALL_ID = "call_1"
+"""The call id toolweave's timed calls carry (the peers pass the same one)."""
+
+_HOST_PATH = 'session.run_tool_calls(reply, provider="openai") -> tool messages'
 
 
 def _text(result: Any) -> str:
+    """The tool's text, without the reminders the packs append after it (they are part of
+    what the model reads, but not of the tool's answer the workloads check)."""
     if result.error is not None:
         raise AssertionError(f"toolweave call failed: {result.error}")
-    return str(result.text)
+    return str(result.text).split("\n\n<system-reminder>", 1)[0]
+
+
+def _call(session: Any, name: str) -> Callable[[str], Awaitable[Any]]:
+    """``session.call(name, raw, call_id=CALL_ID)`` as a one-argument call."""
+    return functools.partial(session.call, name, call_id=CALL_ID)
 
 
 class Toolweave(Framework):
@@ -36,8 +57,19 @@ class Toolweave(Framework):
         return (
             Variant("async", "async", "async tool"),
             Variant("async-bare", "async", "async tool, bare path: reminders off, no store"),
+            Variant("async-packs", "async", "async tool, with the built-in packs", packs=True),
             Variant("sync", "sync", "sync tool, @tool(blocking=False): runs inline"),
             Variant("sync-thread", "sync", "sync tool, @tool() default: worker thread"),
+            Variant(
+                "sync-packs",
+                "sync",
+                "sync tool, blocking=False, with the built-in packs",
+                packs=True,
+            ),
+            Variant("rich", "rich", "realistic async tool (8 arguments)"),
+            Variant(
+                "rich-packs", "rich", "realistic async tool, with the built-in packs", packs=True
+            ),
         )
 
     def _tool(self, fn: Callable[..., Any], *, inline: bool) -> Any:
@@ -49,41 +81,56 @@ class Toolweave(Framework):
         from toolweave import ToolSetBuilder
 
         kind: Kind = "sync" if variant.kind == "sync" else variant.kind  # type: ignore[assignment]
-        builder = ToolSetBuilder()
+        setup = full.prepare(None, packs=variant.packs)
+        builder = setup.builder() if variant.packs else ToolSetBuilder()
         for fn in fresh_many("async", fillers, "filler"):
             builder.add(self._tool(fn, inline=False))
-        builder.add(self._tool(fresh(kind, "join"), inline=variant.key == "sync"))
+        inline = variant.key in {"sync", "sync-packs"}
+        builder.add(self._tool(fresh(kind, "join"), inline=inline))
         if variant.key == "async-bare":
             bare = builder.build().session(reminders=False)
             return Dispatch(
-                functools.partial(bare.call, "join"),
+                _call(bare, "join"),
                 _text,
-                "Session.call(name, raw JSON); reminders off, no state store opened",
+                "Session.call(name, raw JSON, call_id); reminders off, no state store opened",
+                host=functools.partial(bare.run_tool_calls, provider="openai"),
+                host_path=_HOST_PATH,
+                session=bare,
             )
-        setup = full.prepare(builder)
         toolset = setup.build(builder)
         session = setup.session(toolset)
-        invoke = functools.partial(session.call, "join")
-        extras = [
-            "reminders on (1 registered, silent)" if setup.on["reminders"] else "",
-            "state persisted to SQLite" if setup.on["state"] else "",
-        ]
-        path = "Session.call(name, raw JSON) -> CallResult" + "".join(f"; {e}" for e in extras if e)
-        dispatch = Dispatch(invoke, _text, path)
+        if variant.packs:
+            path = f"Session.call(name, raw JSON, call_id) -> CallResult; {full.HOST_NOTE}"
+        else:
+            extras = [
+                "reminders on (1 registered, silent)" if setup.on["reminders"] else "",
+                "state persisted to SQLite" if setup.on["state"] else "",
+            ]
+            path = "Session.call(name, raw JSON, call_id) -> CallResult" + "".join(
+                f"; {e}" for e in extras if e
+            )
+        dispatch = Dispatch(
+            _call(session, "join"),
+            _text,
+            path,
+            host=functools.partial(session.run_tool_calls, provider="openai"),
+            host_path=_HOST_PATH + ("; with the built-in packs" if variant.packs else ""),
+            session=session,
+        )
         dispatch.closers.append(setup.close)
         return dispatch
 
-    async def many(self, width: int) -> Dispatch | None:
+    async def many(self, width: int, packs: bool = False) -> Dispatch | None:
         """W6's batch path: ``Session.call_many`` of ``width`` calls of the sleeping tool,
         which declares ``concurrency_safe=True`` (else a batch runs one call at a time).
         ``None`` when the installed toolweave has no ``call_many``."""
-        from toolweave import Session, ToolSetBuilder, tool
+        from toolweave import Session, tool
 
         if not hasattr(Session, "call_many"):
             return None
-        builder = ToolSetBuilder()
+        setup = full.prepare(None, packs=packs)
+        builder = setup.builder()
         builder.add(tool(concurrency_safe=True)(fresh("sleep", "join")))
-        setup = full.prepare(builder)
         session = setup.session(setup.build(builder))
         calls = [("join", RAW_ARGS, f"call_{i}") for i in range(width)]
 
@@ -100,7 +147,8 @@ class Toolweave(Framework):
             invoke,
             answer,
             f"Session.call_many([{width:,} × (name, raw JSON, call id)]) "
-            "(tool declares concurrency_safe=True)",
+            "(tool declares concurrency_safe=True)" + (f"; {full.HOST_NOTE}" if packs else ""),
+            session=session,
         )
         dispatch.closers.append(setup.close)
         return dispatch
@@ -113,8 +161,10 @@ class Toolweave(Framework):
             builder.add(tool(fn))
         return builder.build()
 
-    async def first_call(self, built: Any, name: str) -> Callable[[], Awaitable[str]]:
-        return first_call_of(functools.partial(built.session().call, name), _text)
+    async def first_call(
+        self, built: Any, name: str, kind: str = "async"
+    ) -> Callable[[], Awaitable[str]]:
+        return first_call_of(_call(built.session(), name), _text, kind)
 
     async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
         session = built.session()
@@ -124,3 +174,60 @@ class Toolweave(Framework):
             return defs
 
         return render
+
+
+async def _use_all(session: Any, names: Sequence[str], kind: str) -> tuple[Any, list[str]]:
+    """One session lists the definitions and calls every tool once."""
+    raw = raw_for(kind)
+    listing = session.definitions("openai")
+    texts = [_text(await session.call(name, raw, call_id=CALL_ID)) for name in names]
+    return (session, listing), texts
+
+
+class ToolweaveHost(Toolweave):
+    """toolweave as a host builds it: the built-in packs loaded into the builder, the
+    host's tools added, a host's session (W2, W3). Not a row of W1/W4/W6, where
+    :class:`Toolweave`'s ``packs`` variants stand for it. :meth:`close` closes the
+    sessions it made."""
+
+    key: ClassVar[str] = "toolweave-packs"
+    label: ClassVar[str] = "toolweave, with the built-in packs"
+    build_path: ClassVar[str] = (
+        "load_packs(include=[4 built-in packs]).builder() + @tool(fn) per function -> add "
+        "-> build()"
+    )
+    definitions_path: ClassVar[str] = (
+        'Session.definitions("openai") on a fresh host session of a set with the built-in '
+        "packs + the host tools"
+    )
+
+    def __init__(self) -> None:
+        self._sessions: list[Any] = []
+        self._tmp: Path | None = None
+
+    def _session(self, built: Any) -> Any:
+        """A host's session of a built set, in a workspace of its own."""
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="twbench-host-"))
+        workspace = self._tmp / f"s{len(self._sessions)}"
+        workspace.mkdir()
+        session = built.session(workspace=workspace)
+        self._sessions.append(session)
+        return session
+
+    def build(self, fns: Sequence[Callable[..., Any]]) -> Any:
+        from toolweave import tool
+
+        builder = full.host_builder()
+        for fn in fns:
+            builder.add(tool(fn))
+        return builder.build()
+
+    async def close(self) -> None:
+        """Close the sessions made so far and remove their workspaces."""
+        sessions, self._sessions = self._sessions, []
+        for session in sessions:
+            await session.aclose()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None

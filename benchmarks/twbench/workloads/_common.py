@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from twbench._results import Outcome, Row
-from twbench._tools import ANSWER, RAW_ARGS
+from twbench._tools import answer_for, raw_for
 from twbench.frameworks import Dispatch, Framework, Variant
 from twbench.frameworks import _toolweave_full as full
 
@@ -17,10 +17,12 @@ __all__ = [
     "PEER_NOTE",
     "WORK",
     "check_answer",
+    "close_host",
     "error_row",
     "pending_note",
     "prepare",
     "profile",
+    "with_host",
 ]
 
 WORK = Path(__file__).resolve().parents[2] / ".work"
@@ -36,10 +38,33 @@ def pending_note(fw: Framework) -> str:
     return "awaits " + " + ".join(full.PENDING) + " in core (row runs without them)"
 
 
-def check_answer(text: str, who: str) -> None:
-    """Raise unless ``text`` is the expected answer."""
-    if text != ANSWER:
-        raise AssertionError(f"{who} answered {text!r}, expected {ANSWER!r}")
+def with_host(frameworks: Sequence[Framework]) -> list[Framework]:
+    """``frameworks`` with toolweave as a host uses it (the built-in packs loaded into the
+    builder: :class:`~twbench.frameworks.toolweave_.ToolweaveHost`) right after toolweave."""
+    from twbench.frameworks.toolweave_ import Toolweave, ToolweaveHost
+
+    out: list[Framework] = []
+    for fw in frameworks:
+        out.append(fw)
+        if type(fw) is Toolweave:
+            out.append(ToolweaveHost())
+    return out
+
+
+async def close_host(frameworks: Sequence[Framework]) -> None:
+    """Close the sessions :func:`with_host`'s host framework made."""
+    from twbench.frameworks.toolweave_ import ToolweaveHost
+
+    for fw in frameworks:
+        if isinstance(fw, ToolweaveHost):
+            await fw.close()
+
+
+def check_answer(text: str, who: str, kind: str = "async") -> None:
+    """Raise unless ``text`` is the expected answer for a ``kind`` tool."""
+    expected = answer_for(kind)
+    if text != expected:
+        raise AssertionError(f"{who} answered {text!r}, expected {expected!r}")
 
 
 def error_row(key: str, who: str, variant: str, exc: BaseException, outcome: Outcome) -> Row:
@@ -53,7 +78,8 @@ def error_row(key: str, who: str, variant: str, exc: BaseException, outcome: Out
 async def prepare(fw: Framework, variant: Variant, fillers: int = 0) -> Dispatch:
     """A dispatch of ``fw`` whose answer was checked once (untimed)."""
     dispatch = await fw.dispatch(variant, fillers)
-    check_answer(dispatch.answer(await dispatch.invoke(RAW_ARGS)), f"{fw.key} {variant.key}")
+    answer = dispatch.answer(await dispatch.invoke(raw_for(variant.kind)))
+    check_answer(answer, f"{fw.key} {variant.key}", variant.kind)
     return dispatch
 
 

@@ -21,7 +21,7 @@ from twbench.frameworks import Framework
 from twbench.servers import FASTMCP_SERVER, SDK_SERVER
 from twbench.workloads._common import WORK, check_answer, error_row
 
-__all__ = ["ID", "TITLE", "run"]
+__all__ = ["ID", "TITLE", "judge", "run"]
 
 ID = "W5"
 TITLE = "MCP: toolweave's pool and server vs the bare SDK"
@@ -110,11 +110,18 @@ async def _sdk_stdio(stack: AsyncExitStack, params: Any, log: str) -> Invoke:
     return await _sdk_client(stack, stdio_client(params, errlog=_errlog(stack, log)))
 
 
-async def _pool(stack: AsyncExitStack, config: Any) -> Invoke:
+async def _pool(stack: AsyncExitStack, config: Any, packs: bool = False) -> Invoke:
     from toolweave import ToolSetBuilder
     from toolweave.mcp import MCPPool
 
-    session = ToolSetBuilder().build().session()
+    from twbench.frameworks._toolweave_full import Setup
+
+    if packs:
+        setup = Setup(packs=True)
+        stack.push_async_callback(setup.close)
+        session = setup.session(setup.build(setup.builder()))
+    else:
+        session = ToolSetBuilder().build().session()
     await stack.enter_async_context(MCPPool(session, {"bench": config}, watch=False))
     names = [n for n in session.external if n.endswith("join")]
     if len(names) != 1:
@@ -123,10 +130,10 @@ async def _pool(stack: AsyncExitStack, config: Any) -> Invoke:
     call = session.call
 
     async def invoke(raw: str) -> str:
-        result = await call(name, raw)
+        result = await call(name, raw, call_id="call_1")
         if result.error is not None:
             raise AssertionError(f"pool call failed: {result.error}")
-        return str(result.text)
+        return str(result.text).split("\n\n<system-reminder>", 1)[0]
 
     return invoke
 
@@ -157,6 +164,11 @@ def _routes(quick: bool) -> list[Route]:
 
         return await _pool(stack, ServerConfig.in_process(_sdk_server()))
 
+    async def mem_pool_packs(stack: AsyncExitStack) -> Invoke:
+        from toolweave.mcp import ServerConfig
+
+        return await _pool(stack, ServerConfig.in_process(_sdk_server()), packs=True)
+
     async def mem_fastmcp(stack: AsyncExitStack) -> Invoke:
         return await _fastmcp_client(stack, _fastmcp_server())
 
@@ -174,8 +186,18 @@ def _routes(quick: bool) -> list[Route]:
             "pool",
             "toolweave MCPPool",
             "in process",
-            "Session.call(name, raw) → MCPPool (ServerConfig.in_process(MCPServer))",
+            "Session.call(name, raw, call_id) → MCPPool (ServerConfig.in_process(MCPServer))",
             mem_pool if have_pool else None,
+            no_pool,
+        ),
+        Route(
+            "memory",
+            "pool-packs",
+            "toolweave MCPPool",
+            "in process, session with the built-in packs",
+            "Session.call(name, raw, call_id) → MCPPool (ServerConfig.in_process(MCPServer)); "
+            "the session of a set with the 4 built-in packs (reminder, guard, state store)",
+            mem_pool_packs if have_pool else None,
             no_pool,
         ),
     ]
@@ -220,7 +242,7 @@ def _routes(quick: bool) -> list[Route]:
             "pool",
             "toolweave MCPPool",
             "stdio → SDK MCPServer",
-            "Session.call(name, raw) → MCPPool (stdio, python sdk_server.py)",
+            "Session.call(name, raw, call_id) → MCPPool (stdio, python sdk_server.py)",
             stdio_pool if have_pool else None,
             no_pool,
         ),
@@ -345,31 +367,39 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         "and the server-side table. Arguments arrive as the model's JSON text everywhere "
         f"(`{RAW_ARGS}`; the SDK clients get `json.loads` of it: {ARGS})."
     )
-    for name in ("memory", "stdio"):
-        pool, bare = tables[name].median("pool"), tables[name].median("sdk")
-        pool_row = tables[name].row("pool")
+    outcome.targets.extend(judge(tables))
+    return outcome
+
+
+def judge(tables: dict[str, Table]) -> list[Target]:
+    """The W5 targets: the pool's overhead over the bare SDK client (in process, also on a
+    session with the built-in packs; over stdio), and ``toolweave serve`` against the
+    SDK's own server."""
+    targets: list[Target] = []
+    for name, key, label in (
+        ("memory", "pool", "memory"),
+        ("memory", "pool-packs", "memory, session with the built-in packs"),
+        ("stdio", "pool", "stdio"),
+    ):
+        pool, bare = tables[name].median(key), tables[name].median("sdk")
+        pool_row = tables[name].row(key)
+        tid = f"W5-{key}-{name}"
+        text = f"W5 pool ({label}): overhead over the bare SDK client ≤ 1.2×"
         if pool is not None and bare is not None:
-            outcome.targets.append(
+            targets.append(
                 Target(
-                    f"W5-pool-{name}",
-                    f"W5 pool ({name}): overhead over the bare SDK client ≤ 1.2×",
+                    tid,
+                    text,
                     f"{pool / bare:.2f}× ({pool:.0f} vs {bare:.0f} µs)",
                     pool / bare <= 1.2,
                 )
             )
         elif pool_row is not None and pool_row.status == "pending":
-            outcome.targets.append(
-                Target(
-                    f"W5-pool-{name}",
-                    f"W5 pool ({name}): overhead over the bare SDK client ≤ 1.2×",
-                    pool_row.note,
-                    None,
-                )
-            )
+            targets.append(Target(tid, text, pool_row.note, None))
     mine, sdk = tables["serve"].median("toolweave"), tables["serve"].median("sdk")
     serve_row = tables["serve"].row("toolweave")
     if mine is not None and sdk is not None:
-        outcome.targets.append(
+        targets.append(
             Target(
                 "W5-serve",
                 "W5: toolweave serve no slower than the SDK's own server",
@@ -378,7 +408,7 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
             )
         )
     elif serve_row is not None and serve_row.status == "pending":
-        outcome.targets.append(
+        targets.append(
             Target(
                 "W5-serve",
                 "W5: toolweave serve no slower than the SDK's own server",
@@ -386,4 +416,4 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
                 None,
             )
         )
-    return outcome
+    return targets

@@ -6,13 +6,14 @@ import functools
 import gc
 import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from twbench._results import Config, Outcome, Row, Table, Target
 from twbench._timing import Case, Series, interleave, loop_of
 from twbench._tools import RAW_ARGS, fresh
 from twbench.frameworks import Framework
+from twbench.frameworks._toolweave_full import HOST_NOTE, Setup
 from twbench.workloads._common import prepare
 
 __all__ = ["ID", "TITLE", "judge", "run"]
@@ -78,6 +79,8 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         closers.append(dispatch.close)
         rows["floor"] = Row("floor", floor.label, variant.label, dispatch.path)
         cases.append(Case("floor", loop_of(dispatch.invoke, RAW_ARGS)))
+    from toolweave import tool
+
     toolset = _toolset()
     for steps, count in VARIANTS:
         session = toolset.session(reminders=False, hooks=[_noop_hook(steps) for _ in range(count)])
@@ -93,6 +96,21 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
             f"Session.call(name, raw JSON); reminders off; {count} hooks overriding {what}",
         )
         cases.append(Case(key, loop_of(invoke, RAW_ARGS)))
+    setup = Setup(packs=True)
+    closers.append(setup.close)
+    builder = setup.builder()
+    builder.add(tool(fresh("async", "join")))
+    packs_set = setup.build(builder)
+    packs_session = setup.session(packs_set)
+    invoke = functools.partial(packs_session.call, "join", call_id="call_1")
+    _text(await invoke(RAW_ARGS))
+    rows["toolweave-packs"] = Row(
+        "toolweave-packs",
+        "toolweave",
+        "with the built-in packs: their hooks (plan-mode guard) only",
+        f"Session.call(name, raw JSON, call_id); {HOST_NOTE}",
+    )
+    cases.append(Case("toolweave-packs", loop_of(invoke, RAW_ARGS)))
     try:
         results = await interleave(cases, rounds, target_s)
     finally:
@@ -106,23 +124,31 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         "plain function returning None."
     )
     outcome.tables.append(hooks)
-    outcome.tables.append(_sessions(toolset, 10_000 if not cfg.quick else 1_000))
+    sessions = _sessions(toolset, 10_000 if not cfg.quick else 1_000)
+    await _packs_sessions(sessions, 1_000 if not cfg.quick else 100)
+    outcome.tables.append(sessions)
     outcome.targets.extend(judge(hooks))
     return outcome
+
+
+def _weigh(make: Callable[[], Any], n: int) -> tuple[float, int, list[Any]]:
+    """Make ``n`` sessions under tracemalloc: seconds, bytes they hold, the sessions."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    started = time.perf_counter()
+    kept = [make() for _ in range(n)]
+    elapsed = time.perf_counter() - started
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return elapsed, held, kept
 
 
 def _sessions(toolset: Any, n: int) -> Table:
     """Create ``n`` idle sessions on one set: µs per session, KB each holds."""
     table = Table("W8-sessions", "sessions on one tool set", "", rounds=1)
     table.ref = None
-    gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    started = time.perf_counter()
-    kept = [toolset.session(reminders=False) for _ in range(n)]
-    elapsed = time.perf_counter() - started
-    held = tracemalloc.get_traced_memory()[0] - before
-    tracemalloc.stop()
+    elapsed, held, kept = _weigh(lambda: toolset.session(reminders=False), n)
     del kept
     table.rows.append(
         Row(
@@ -143,6 +169,44 @@ def _sessions(toolset: Any, n: int) -> Table:
         )
     )
     return table
+
+
+async def _packs_sessions(table: Table, n: int) -> None:
+    """Create ``n`` idle host sessions on a set with the built-in packs (their
+    ``provide_resources`` and call hooks run per session): µs per session, KB each holds."""
+    from toolweave import tool
+
+    setup = Setup(packs=True)
+    try:
+        builder = setup.builder()
+        builder.add(tool(fresh("async", "join")))
+        packs_set = setup.build(builder)
+        workspace = setup.tmpdir()
+        elapsed, held, kept = _weigh(lambda: packs_set.session(workspace=workspace), n)
+        for one in kept:
+            await one.aclose()
+        del kept
+    finally:
+        await setup.close()
+    table.rows.append(
+        Row(
+            "create-packs",
+            "toolweave",
+            "create a session with the built-in packs, µs",
+            f"ToolSet.session(workspace=...) x {n:,} on a set with the 4 built-in packs "
+            "(tracemalloc on), µs per session",
+            Series([elapsed / n * 1e6]),
+        )
+    )
+    table.rows.append(
+        Row(
+            "memory-packs",
+            "toolweave",
+            "memory an idle session with the built-in packs holds, KB",
+            f"tracemalloc over {n:,} idle sessions on that set, KB per session",
+            Series([held / n / 1024]),
+        )
+    )
 
 
 def judge(table: Table) -> list[Target]:
