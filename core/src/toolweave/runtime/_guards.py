@@ -36,6 +36,8 @@ class GuardHook(CallHook):
 
     fail_closed = True
 
+    guard: Guard
+
     def __init__(self, guard: Guard) -> None:
         self.guard = guard
         self.name = getattr(guard, "__qualname__", repr(guard))

@@ -77,6 +77,8 @@ class CallHook:
 
     name: str = ""
     fail_closed: bool = True
+    guard: Callable[..., ToolError | None] | None = None
+    """Set by :class:`~toolweave.runtime.GuardHook`: the guard function it runs."""
 
     def applies_to(self, entry: ToolEntry) -> bool:
         """Whether the hook runs for calls of ``entry`` (asked once per entry)."""
@@ -146,7 +148,7 @@ def _label(hook: CallHook) -> str:
 class HookPlan:
     """The hooks of one entry, compiled: only the methods that are overridden."""
 
-    __slots__ = ("admit", "after", "before", "on_error", "synchronous")
+    __slots__ = ("admit", "after", "before", "guards", "on_error", "synchronous")
 
     def __init__(self, hooks: list[CallHook]) -> None:
         def steps(method: str) -> tuple[_Step, ...]:
@@ -165,6 +167,23 @@ class HookPlan:
         every = self.admit + self.before + self.after + self.on_error
         self.synchronous = not any(is_async for _, _, is_async in every)
         """No step needs ``await``: the pipeline calls the ``*_now`` methods."""
+        only_guards = every and all(hook.guard is not None for hook, _, _ in every)
+        self.guards: tuple[tuple[CallHook, Callable[..., Any]], ...] = (
+            tuple((hook, hook.guard) for hook, _, _ in self.admit) if only_guards else ()  # type: ignore[misc]
+        )
+        """When the plan is only guards: their functions, called without a
+        :class:`HookCall` (the plan mode of the plan pack costs a function call)."""
+
+    def guard(self, session: Session, entry: ToolEntry, call_id: str | None) -> CallResult | None:
+        """Run a guards-only plan: the first refusal's result, else ``None``."""
+        for hook, fn in self.guards:
+            try:
+                refusal = fn(session, entry)
+            except Exception as exc:
+                refusal = _check_failed(hook, entry, exc)
+            if refusal is not None:
+                return error_result(refusal, entry, call_id)
+        return None
 
     def check_now(self, call: HookCall, steps: tuple[_Step, ...]) -> CallResult | None:
         """:meth:`check` for plans whose steps are all plain functions (no ``await``)."""
@@ -172,7 +191,7 @@ class HookPlan:
             try:
                 verdict = fn(call)
             except Exception as exc:
-                verdict = _check_failed(hook, call, exc)
+                verdict = _check_failed(hook, call.entry, exc)
             if verdict is not None:
                 stop = _apply(hook, call, verdict)
                 if stop is not _GO_ON:
@@ -188,7 +207,7 @@ class HookPlan:
                 if is_async:
                     verdict = await verdict
             except Exception as exc:
-                verdict = _check_failed(hook, call, exc)
+                verdict = _check_failed(hook, call.entry, exc)
             if verdict is not None:
                 stop = _apply(hook, call, verdict)
                 if stop is not _GO_ON:
@@ -228,18 +247,18 @@ class HookPlan:
 _GO_ON: Any = object()
 
 
-def _refusal(call: HookCall) -> ToolError:
+def _refusal(entry: ToolEntry) -> ToolError:
     return ToolError(
-        ErrorKind.PERMISSION_DENIED, f"{call.entry.name} cannot run now: a safety check failed."
+        ErrorKind.PERMISSION_DENIED, f"{entry.name} cannot run now: a safety check failed."
     )
 
 
-def _check_failed(hook: CallHook, call: HookCall, exc: Exception) -> ToolError | None:
-    """The verdict of an ``admit``/``before`` step that raised ``exc``."""
+def _check_failed(hook: CallHook, entry: ToolEntry, exc: Exception) -> ToolError | None:
+    """The verdict of an ``admit``/``before`` step (or a guard) that raised ``exc``."""
     if isinstance(exc, ToolError):
         return exc
-    logger.error("call hook %s failed on %s", _label(hook), call.entry.name, exc_info=exc)
-    return _refusal(call) if hook.fail_closed else None
+    logger.error("call hook %s failed on %s", _label(hook), entry.name, exc_info=exc)
+    return _refusal(entry) if hook.fail_closed else None
 
 
 def _apply(hook: CallHook, call: HookCall, verdict: Any) -> CallResult | None:
@@ -256,7 +275,7 @@ def _apply(hook: CallHook, call: HookCall, verdict: Any) -> CallResult | None:
         return _GO_ON  # type: ignore[no-any-return]
     logger.error("call hook %s returned %r; refusing %s", _label(hook), verdict, entry.name)
     if hook.fail_closed:
-        return error_result(_refusal(call), entry, call.call_id)
+        return error_result(_refusal(entry), entry, call.call_id)
     return _GO_ON  # type: ignore[no-any-return]
 
 

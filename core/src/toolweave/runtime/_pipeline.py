@@ -123,7 +123,11 @@ async def run_call(
         if plan is NOTHING:
             plan = session._compile(entry)
     hook_call: HookCall | None = None
-    if plan is not None:
+    if plan is not None and plan.guards:
+        refused = plan.guard(session, entry, call_id)
+        if refused is not None:
+            return refused
+    elif plan is not None:
         hook_call = HookCall(session, entry, call_id, 0 if parent is None else parent.depth + 1)
         # 2. admit
         if plan.admit:
@@ -177,7 +181,7 @@ async def run_call(
                     raw = await _wait(session, coro, pending, entry, call_id, None)
             else:
                 raw = tool.invoke(ctx, args)  # type: ignore[misc]
-            if ctx._record is None and plan is None and not session._reminders:
+            if ctx._record is None and hook_call is None and not session._reminders:
                 output, text = tool.finish(raw)
                 return CallResult(output, text, None, call_id, tool.fqid, entry.name)
             result = _result(ctx, raw)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from toolweave import Context
 from toolweave.authoring import CallInfo, Reminder
 
@@ -10,14 +12,29 @@ from toolweave_plan._todos import TodoParams, TodoState, TodoWrite, render_todos
 __all__ = ["TodoReminder"]
 
 
+@dataclass(frozen=True, slots=True)
+class _TodoTarget:
+    """``todo_write``'s client name and effective params in a session's set."""
+
+    name: str
+    params: TodoParams
+
+
 def _todo_entry_params(ctx: Context) -> tuple[str, TodoParams]:
-    """The client name and effective params of ``todo_write`` in the session's set."""
-    fqid = f"{TodoWrite.namespace}:{TodoWrite.id}"
-    for entry in ctx.session.toolset.entries:
-        if entry.tool.fqid == fqid:
-            params = entry.params if isinstance(entry.params, TodoParams) else TodoParams()
-            return entry.name, params
-    return TodoWrite.id, TodoParams()
+    """The client name and effective params of ``todo_write`` in the session's set
+    (found once per session: the set is immutable)."""
+    session = ctx.session
+    found = session.get_resource(_TodoTarget)
+    if found is None:
+        fqid = f"{TodoWrite.namespace}:{TodoWrite.id}"
+        found = _TodoTarget(TodoWrite.id, TodoParams())
+        for entry in session.toolset.entries:
+            if entry.tool.fqid == fqid:
+                params = entry.params if isinstance(entry.params, TodoParams) else TodoParams()
+                found = _TodoTarget(entry.name, params)
+                break
+        session.set_resource(found)
+    return found.name, found.params
 
 
 class TodoReminder(Reminder):
