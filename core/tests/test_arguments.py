@@ -22,6 +22,7 @@ from toolweave.catalog._arguments import (
     compose,
     json_schema,
     kwargs_validator,
+    listed_json_schema,
     model_arguments,
 )
 from toolweave.catalog._erasure import erase
@@ -308,3 +309,114 @@ def test_each_tool_owns_its_schema() -> None:
     one["properties"]["p"]["anyOf"][0]["items"]["type"] = "integer"
     other = json_schema(second.args_spec[0], second.args_spec[3])
     assert other == _model_json_schema(second)
+
+
+class Level(enum.StrEnum):
+    LOW = "low"
+    HIGH = "high"
+
+
+class Address(BaseModel):
+    """A postal address."""
+
+    street: str
+    postcode: str = Field(pattern=r"^[0-9]{5}$")
+
+
+class Contact(BaseModel):
+    """Someone to notify."""
+
+    name: str = Field(min_length=1)
+    address: Address | None = None
+    level: Level = Level.LOW
+
+
+SHARED_TYPES: dict[str, Any] = {
+    "Annotated": Annotated,
+    "Field": Field,
+    "Level": Level,
+    "Color": Color,
+    "Address": Address,
+    "Contact": Contact,
+    "Point": Point,
+}
+
+REALISTIC = [
+    "title: Annotated[str, Field(min_length=1, max_length=200)], level: Level, "
+    "owner: Contact, window: Point | None = None, labels: list[str] | None = None, "
+    "watchers: list[Contact] | None = None, "
+    "hours: Annotated[float, Field(gt=0, le=1000)] = 1.0, notify: bool = False",
+    "a: Contact, b: Address",  # one definition reached from two parameters
+    "a: Color, b: Level | None = None, c: dict[str, list[Address]] | None = None",
+    "a: Annotated[int, Field(ge=0)] = 0, b: Annotated[int, Field(ge=0.0)] = 0",
+]
+
+
+def _tool_of(signature: str, name: str = "f") -> Any:
+    namespace = dict(SHARED_TYPES)
+    exec(f"async def {name}({signature}) -> int:\n    return 0", namespace)
+    return tool(namespace[name])
+
+
+@pytest.mark.parametrize("signature", REALISTIC)
+def test_schemas_with_definitions_match_the_model(signature: str) -> None:
+    """Nested models, enums, lists of models, constraints: the assembled schema (and
+    the read-only one listings use) is the model's to the byte."""
+    cls = _tool_of(signature)
+    expected = json.dumps(_model_json_schema(cls))
+    assert json.dumps(json_schema(cls.args_spec[0], cls.args_spec[3])) == expected
+    listed = listed_json_schema(cls.args_spec[0], cls.args_spec[3])
+    assert listed is not None
+    assert json.dumps(listed) == expected
+    assert json.dumps(erase(cls).listed_schema) == expected
+
+
+def test_definitions_named_alike_or_like_the_model_are_left_to_pydantic() -> None:
+    """Two different types with one name, or a type named like the Args model: the
+    schema is generated whole (pydantic names them), still the model's."""
+    other = type("Address", (BaseModel,), {"__annotations__": {"zip": int}, "__module__": "x"})
+    namespace = dict(SHARED_TYPES, Other=other, FArgs=type("FArgs", (BaseModel,), {}))
+    for signature in ("a: Address, b: Other", "a: FArgs"):
+        exec(f"async def f({signature}) -> int:\n    return 0", namespace)
+        cls = tool(namespace["f"])
+        assert listed_json_schema(cls.args_spec[0], cls.args_spec[3]) is None
+        expected = json.dumps(_model_json_schema(cls))
+        assert json.dumps(json_schema(cls.args_spec[0], cls.args_spec[3])) == expected
+
+
+def test_types_are_generated_once_for_many_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listing many tools of the same types (constraints written per tool included)
+    generates each type's JSON Schema once; the tools share the read-only parts."""
+    generated: list[Any] = []
+    original = ArgumentsJsonSchema.generate
+
+    def counting(self: ArgumentsJsonSchema, schema: Any, mode: Any = "validation") -> Any:
+        generated.append(schema)
+        return original(self, schema, mode)
+
+    assert erase(_tool_of(REALISTIC[0], "t0")).listed_schema  # makes the types' fragments
+    monkeypatch.setattr(ArgumentsJsonSchema, "generate", counting)
+    schemas = [erase(cls).listed_schema for cls in _many(REALISTIC[0], 50)]
+    assert generated == []
+    assert schemas[0]["properties"] is schemas[1]["properties"]
+    assert schemas[0]["title"] != schemas[1]["title"]
+    with pytest.raises(TypeError):
+        schemas[0]["properties"]["owner"]["description"] = "changed"  # type: ignore[index]
+
+
+def _many(signature: str, count: int) -> list[Any]:
+    return [_tool_of(signature, f"m{i}") for i in range(count)]
+
+
+def test_constraints_written_per_tool_share_a_schema_by_value() -> None:
+    """``Annotated[int, Field(ge=0)]`` written in two functions is one cached type;
+    ``ge=0.0`` is another (its schema says 0.0)."""
+    from toolweave.catalog._arguments import _field_schema
+
+    first = _field_schema(Annotated[int, Field(ge=0)])
+    assert first is not None
+    assert _field_schema(Annotated[int, Field(ge=0)]) is first
+    assert _field_schema(Annotated[int, Field(ge=0.0)]) is not first
+    assert _field_schema(list[Annotated[int, Field(ge=0)]]) is _field_schema(
+        list[Annotated[int, Field(ge=0)]]
+    )

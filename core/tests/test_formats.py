@@ -396,3 +396,24 @@ def test_render_does_not_mutate_the_tool_schema(toolset: ToolSet) -> None:
     render([e.definition for e in toolset], "openai-strict")
     render([e.definition for e in toolset], "gemini")
     assert json.dumps(toolset.definitions("neutral"), sort_keys=True) == before
+
+
+def test_frozen_containers_are_frozen_throughout_and_shared() -> None:
+    """A frozen container is frozen at every depth from its construction, so freezing
+    it again returns it as it is (listings share the schema parts of their tools)."""
+    import copy
+
+    from toolweave.formats import FrozenDict, FrozenList
+    from toolweave.formats._frozen import freeze
+
+    made = FrozenDict({"a": [1, {"b": [2]}]}, c={"d": 3})
+    assert type(made["a"]) is FrozenList
+    assert type(made["a"][1]["b"]) is FrozenList
+    assert type(made["c"]) is FrozenDict
+    assert freeze(made) is made
+    assert freeze({"x": made})["x"] is made
+    with pytest.raises(TypeError):
+        made["a"][1]["b"].append(3)
+    plain = copy.deepcopy(made)
+    plain["a"][1]["b"].append(3)
+    assert made == {"a": [1, {"b": [2]}], "c": {"d": 3}}

@@ -25,11 +25,12 @@ false`` on every object whose unknown fields are rejected.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import typing
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, PydanticUserError, TypeAdapter
@@ -48,6 +49,7 @@ __all__ = [
     "compose",
     "json_schema",
     "kwargs_validator",
+    "listed_json_schema",
     "model_arguments",
     "plain_names",
 ]
@@ -65,7 +67,7 @@ class _FieldType:
     def __init__(self, schema: core_schema.CoreSchema, refs: frozenset[str]) -> None:
         self.schema = schema
         self.refs = refs
-        self._json: dict[str, Any] | None = None
+        self._json: _Fragment | None = None
         self._json_done = False
         self._strict: core_schema.CoreSchema | None = None
 
@@ -75,18 +77,60 @@ class _FieldType:
             self._strict = argument_schema(self.schema, strict=True)
         return self._strict
 
-    def json(self) -> dict[str, Any] | None:
-        """The field's JSON Schema; its ``title`` is ``None`` where pydantic would put
-        the field's name there."""
+    def json(self) -> _Fragment | None:
+        """The field's JSON Schema and the definitions it refers to, frozen (built on
+        first use); ``None`` when only generating the whole schema is faithful."""
         if not self._json_done:
             self._json_done = True
-            if not self.refs:
-                generator = ArgumentsJsonSchema()
-                fragment = generator.generate(self.schema)
-                if "title" not in fragment and generator.field_title_should_be_set(self.schema):
-                    fragment["title"] = None
-                self._json = fragment
+            self._json = _fragment(self.schema, self.refs)
         return self._json
+
+
+class _Fragment:
+    """The JSON Schema of one parameter type as a field of an ``Args`` model.
+
+    Attributes:
+        field: The field's schema, read-only; its ``title`` is ``None`` where pydantic
+            puts the field's name there.
+        defs: The ``$defs`` entries it refers to (name → read-only schema), sorted.
+        refs: The core references behind ``defs`` (one per entry).
+    """
+
+    __slots__ = ("defs", "field", "refs")
+
+    def __init__(self, field: Any, defs: Any, refs: frozenset[str]) -> None:
+        self.field = field
+        self.defs = defs
+        self.refs = refs
+
+
+_SLOT = "toolweave_parameter"
+"""The field name a type with definitions is generated under (then taken out)."""
+
+
+def _fragment(schema: core_schema.CoreSchema, refs: frozenset[str]) -> _Fragment | None:
+    """A type's JSON Schema as a field: generated alone, or, for a type with
+    definitions (models, enums), as the one field of a typed dict, so that it refers to
+    ``$defs`` as it does in a model; ``None`` when a definition would not have a name
+    of its own (then only generating the whole schema is faithful)."""
+    from toolweave.formats._frozen import freeze
+
+    generator = ArgumentsJsonSchema()
+    if not refs:
+        field = generator.generate(schema)
+        defs: dict[str, Any] = {}
+        if "title" not in field and generator.field_title_should_be_set(schema):
+            field["title"] = None
+    else:
+        wrapper = core_schema.typed_dict_schema({_SLOT: core_schema.typed_dict_field(schema)})
+        generated = generator.generate(wrapper)
+        field = generated["properties"][_SLOT]
+        defs = generated.get("$defs", {})
+        if len(defs) != len(refs):
+            return None
+        if field.get("title") == generator.get_title_from_name(_SLOT):
+            field["title"] = None
+    return _Fragment(freeze(field), freeze(defs), refs)
 
 
 _CACHE_LIMIT = 4096
@@ -285,36 +329,145 @@ def kwargs_validator(
 
 def json_schema(title: str, parameters: tuple[Parameter, ...]) -> dict[str, Any] | None:
     """The JSON Schema of the arguments, as ``model_json_schema`` gives it for the
-    ``Args`` model; ``None`` when only the model is faithful.
+    ``Args`` model; ``None`` when only the model is faithful. The caller owns it (plain,
+    editable containers).
 
-    Assembled from per-type fragments (generated once per type) when every parameter
-    is a type without references and a JSON-native default; else generated from what
-    :func:`compose` gives.
+    Assembled from per-type fragments (see :func:`listed_json_schema`) where it can
+    be; else generated from what :func:`compose` gives.
     """
+    listed = listed_json_schema(title, parameters)
+    if listed is not None:
+        copied: dict[str, Any] = _copied(listed)
+        return copied
+    schema = compose(title, parameters)
+    return None if schema is None else ArgumentsJsonSchema().generate(schema)
+
+
+_shapes: dict[tuple[Any, ...], tuple[Any, Any, Any] | None] = {}
+"""Parameters (name, type fragment, default, description) → their shared properties,
+``required`` and ``$defs`` (``None``: cannot be assembled)."""
+_definitions: dict[frozenset[_Fragment], Any] = {}
+
+
+def listed_json_schema(title: str, parameters: tuple[Parameter, ...]) -> Mapping[str, Any] | None:
+    """The JSON Schema of the arguments (as :func:`json_schema`), read-only and built
+    from shared parts; ``None`` when it cannot be assembled.
+
+    Every parameter type's JSON fragment, and the ``$defs`` entries of models and enums,
+    are generated once per process; the properties, ``required`` and ``$defs`` of a
+    list of parameters (names, types, defaults, descriptions) are made once and shared
+    by every tool that declares the same list: a tool's own container is its top level
+    (which carries its title). Assembly needs every parameter to be a type with a
+    fragment, a JSON-native default, and definitions that keep their own names (no two
+    types defining the same name, none named like the ``Args`` model).
+    """
+    schemas: dict[Any, Any] = _schemas
+    shape: list[tuple[Any, ...]] = []
+    for name, annotation, default, description in parameters:
+        try:
+            found = schemas.get(annotation, _NOT_CACHED)  # the fast path of _field_schema
+        except TypeError:
+            found = _NOT_CACHED
+        if found is _NOT_CACHED:
+            found = None if name.startswith("_") else _field_schema(annotation)
+        if found is None:
+            return None
+        fragment = found._json if found._json_done else found.json()
+        if fragment is None or not (default is MISSING or _json_native(default)):
+            return None
+        shape.append((name, fragment, type(default), default, description))
+    key = tuple(shape)
+    parts: Any
+    try:
+        parts = _shapes.get(key, _NOT_CACHED)
+    except TypeError:  # an unhashable default
+        parts = _assemble(shape)
+    else:
+        if parts is _NOT_CACHED:
+            parts = _assemble(shape)
+            if len(_shapes) < _CACHE_LIMIT:
+                _shapes[key] = parts
+    if parts is None:
+        return None
+    properties, required, defs = parts
+    if defs is not None and title in defs:
+        return None  # pydantic would name that definition otherwise
+    schema: dict[str, Any] = {}
+    if defs is not None:
+        schema["$defs"] = defs
+    schema["additionalProperties"] = False
+    schema["properties"] = properties
+    if required is not None:
+        schema["required"] = required
+    schema["title"] = title
+    schema["type"] = "object"
+    return _frozen_dict(schema)
+
+
+def _frozen_dict(values: dict[str, Any]) -> Mapping[str, Any]:
+    from toolweave.formats._frozen import frozen_dict
+
+    return frozen_dict(values)
+
+
+def _assemble(shape: list[tuple[Any, ...]]) -> tuple[Any, Any, Any] | None:
+    """The shared parts of a list of parameters: properties, ``required`` (``None``
+    when empty) and ``$defs`` (``None`` when none); ``None`` when the definitions of
+    two types would share a name."""
+    from toolweave.formats._frozen import frozen_dict, frozen_list
+
     properties: dict[str, Any] = {}
     required: list[str] = []
-    for name, annotation, default, description in parameters:
-        found = None if name.startswith("_") else _field_schema(annotation)
-        fragment = None if found is None else found.json()
-        if fragment is None or not (default is MISSING or _json_native(default)):
-            schema = compose(title, parameters)
-            return None if schema is None else ArgumentsJsonSchema().generate(schema)
-        field = _copied(fragment)  # each tool owns its schema: callers may edit theirs
-        if field.get("title", "") is None:
-            field["title"] = name.title().replace("_", " ").strip()
-        if description is not None:
-            field["description"] = description
+    fragments: set[_Fragment] = set()
+    for name, fragment, _, default, description in shape:
+        if fragment.defs:
+            fragments.add(fragment)
+        properties[name] = _property(fragment.field, name, default, description)
         if default is MISSING:
             required.append(name)
-        else:
-            field["default"] = default
-        properties[name] = {key: field[key] for key in sorted(field)}
-    assembled: dict[str, Any] = {"additionalProperties": False, "properties": properties}
-    if required:
-        assembled["required"] = required
-    assembled["title"] = title
-    assembled["type"] = "object"
-    return assembled
+    defs = None
+    if fragments:
+        defs = _merged_definitions(frozenset(fragments))
+        if defs is None:
+            return None
+    return frozen_dict(properties), frozen_list(required) if required else None, defs
+
+
+def _property(field: Mapping[str, Any], name: str, default: Any, description: str | None) -> Any:
+    """One property: a type's fragment with the field's title, description and default."""
+    from toolweave.formats._frozen import freeze, frozen_dict
+
+    prop = dict(field)
+    if prop.get("title", "") is None:
+        prop["title"] = name.title().replace("_", " ").strip()
+    if description is not None:
+        prop["description"] = description
+    if default is not MISSING:
+        prop["default"] = freeze(default)
+    return frozen_dict({key: prop[key] for key in sorted(prop)})
+
+
+def _merged_definitions(fragments: frozenset[_Fragment]) -> Any:
+    """The ``$defs`` of several parameter types, sorted by name; ``None`` when two
+    different types would share a name (pydantic then names them otherwise)."""
+    hit = _definitions.get(fragments)
+    if hit is not None:
+        return hit
+    from toolweave.formats._frozen import frozen_dict
+
+    merged: dict[str, Any] = {}
+    refs: set[str] = set()
+    for fragment in fragments:
+        refs |= fragment.refs
+        for name, definition in fragment.defs.items():
+            if merged.setdefault(name, definition) != definition:
+                return None
+    if len(merged) != len(refs):
+        return None
+    defs = frozen_dict({name: merged[name] for name in sorted(merged)})
+    if len(_definitions) < _CACHE_LIMIT:
+        _definitions[fragments] = defs
+    return defs
 
 
 def plain_names(parameters: tuple[Parameter, ...]) -> frozenset[str] | None:
@@ -348,17 +501,97 @@ def _documented(text: str, key: str = "description") -> dict[str, Any]:
 
 
 def _field_schema(annotation: Any) -> _FieldType | None:
-    """The core schema of one parameter type and the references it defines; cached."""
+    """The core schema of one parameter type and the references it defines; cached
+    by what the type says (see :func:`_type_key`)."""
     try:
-        hit = _schemas.get(annotation, _NOT_CACHED)
+        hit = _schemas.get(annotation, _NOT_CACHED)  # an equal annotation (most are)
+        if hit is _NOT_CACHED:
+            key = _type_key(annotation)
+            if key is not annotation:
+                hit = _schemas.get(key, _NOT_CACHED)
     except TypeError:  # an unhashable annotation: computed each time
         return _generate(annotation)[0]
     if hit is not _NOT_CACHED:
         return hit  # type: ignore[return-value]
     found, final = _generate(annotation)
     if final and len(_schemas) < _CACHE_LIMIT:
-        _schemas[annotation] = found
+        _schemas[key] = found
     return found
+
+
+def _type_key(annotation: Any) -> Any:
+    """The cache key of a parameter type: the annotation itself, except that the
+    metadata of ``Annotated`` (at any depth) is compared by value.
+
+    Annotations are evaluated per function, and a ``Field(...)`` compares by identity:
+    ``Annotated[int, Field(ge=0)]`` of two tools would never share a schema. Values
+    are keyed with their types (``ge=0`` and ``ge=0.0`` give different schemas).
+
+    Raises:
+        TypeError: Something in the annotation is unhashable (not cached then).
+    """
+    if type(annotation) is type or isinstance(annotation, type):
+        return annotation  # a class (not an alias: those are not types)
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return (
+            typing.Annotated,
+            _type_key(annotation.__origin__),
+            tuple([_value_key(extra) for extra in annotation.__metadata__]),
+        )
+    if origin is None or origin is typing.Literal:
+        return annotation
+    args = typing.get_args(annotation)
+    keys = tuple([_type_key(arg) for arg in args])
+    for key, arg in zip(keys, args, strict=True):
+        if key is not arg:
+            return (origin, type(annotation), keys)
+    return annotation
+
+
+_FIELD_INFO_SLOTS = tuple(name for name in FieldInfo.__slots__ if not name.startswith("_"))
+_SCALAR_TYPES = frozenset({int, float, bool, str, type(None)})
+_fields_of: dict[type, tuple[str, ...] | None] = {}
+"""Field names of the dataclasses met in metadata (``annotated_types.Ge``, ...)."""
+
+
+def _value_key(value: Any) -> Any:
+    """A hashable key for one piece of ``Annotated`` metadata, equal only for values
+    that give the same schema."""
+    cls = type(value)
+    if cls in _SCALAR_TYPES:
+        return (cls, value)
+    if cls is FieldInfo:
+        given = getattr(value, "_attributes_set", None)
+        if type(given) is dict:
+            # What Field(...) was given: constraints go to its metadata, the rest here.
+            return (
+                cls,
+                tuple([_value_key(item) for item in value.metadata]),
+                tuple([(k, _value_key(v)) for k, v in given.items()]) if given else (),
+            )
+    names: Any = _fields_of.get(cls, _NOT_CACHED)
+    if names is _NOT_CACHED:
+        names = _fields_of[cls] = (
+            tuple(f.name for f in dataclasses.fields(cls))
+            if dataclasses.is_dataclass(cls)
+            else None
+        )
+    if names is not None:  # annotated_types.Ge and the like: usually one scalar field
+        fields = [getattr(value, name) for name in names]
+        return (
+            cls,
+            tuple([(type(v), v) if type(v) in _SCALAR_TYPES else _value_key(v) for v in fields]),
+        )
+    if cls is list or cls is tuple:
+        items: Any = value
+        return (cls, tuple([_value_key(item) for item in items]))
+    if cls is dict:
+        return (dict, tuple([(k, _value_key(v)) for k, v in value.items()]))
+    if isinstance(value, FieldInfo):
+        return (cls, tuple([_value_key(getattr(value, name, None)) for name in _FIELD_INFO_SLOTS]))
+    hash(value)
+    return value
 
 
 def _generate(annotation: Any) -> tuple[_FieldType | None, bool]:

@@ -35,6 +35,7 @@ from toolweave.catalog._arguments import (
     compose,
     json_schema,
     kwargs_validator,
+    listed_json_schema,
     model_arguments,
     plain_names,
 )
@@ -163,6 +164,7 @@ class ErasedTool:
     __slots__ = (
         "_args_model",
         "_args_of",
+        "_listed",
         "_schema",
         "_validate_json",
         "_validate_python",
@@ -241,6 +243,7 @@ class ErasedTool:
         self._args_model = args_model
         self._args_of = args_of
         self._schema = schema
+        self._listed: Mapping[str, Any] | None = None
         self.origin = origin
         self.source = source
         self.params_type = params_type
@@ -295,7 +298,10 @@ class ErasedTool:
 
     @property
     def input_schema(self) -> dict[str, Any]:
-        """The JSON Schema of the arguments (built on first access, then cached)."""
+        """The JSON Schema of the arguments (built on first access, then cached).
+
+        Plain containers: listings use :attr:`listed_schema`, which is read-only.
+        """
         if self._schema is None:
             plain = None if self._args_of is None else _plain_parameters(self._args_of)
             if plain is not None:
@@ -305,6 +311,22 @@ class ErasedTool:
                 schema = model_arguments(self.args_model, strict=False)[0]
                 self._schema = ArgumentsJsonSchema().generate(schema)
         return self._schema
+
+    @property
+    def listed_schema(self) -> Mapping[str, Any]:
+        """The JSON Schema of the arguments as listings show it (built on first access,
+        then cached): the same as :attr:`input_schema`, read-only; for an ``@tool``
+        function, assembled from parts shared with other tools (see
+        :func:`~toolweave.catalog._arguments.listed_json_schema`). A schema that is not
+        assembled is :attr:`input_schema` itself (listings freeze a copy of it)."""
+        listed = self._listed
+        if listed is None:
+            plain = None if self._args_of is None else _plain_parameters(self._args_of)
+            listed = None if plain is None else listed_json_schema(*plain)
+            if listed is None:
+                listed = self.input_schema
+            self._listed = listed
+        return listed
 
     def parse(self, raw: Any) -> Any:
         """Validate raw arguments (JSON text, bytes, a dict or ``None``) into ``Args``.

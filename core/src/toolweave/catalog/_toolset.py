@@ -50,7 +50,8 @@ class ToolDefinition:
     Attributes:
         name: The client-visible name.
         description: The rendered description.
-        input_schema: The JSON Schema of the arguments, with client parameter names.
+        input_schema: The JSON Schema of the arguments, with client parameter names
+            (read-only where it is shared with other tools and listings).
         fqid: The fully qualified id of the tool behind the name.
         kind: The tool's kind (value of :class:`~toolweave.Kind`).
         read_only: Whether the tool changes nothing.
@@ -59,7 +60,7 @@ class ToolDefinition:
 
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: Mapping[str, Any]
     fqid: str
     kind: str
     read_only: bool
@@ -74,7 +75,7 @@ class ToolDefinition:
         }
 
 
-def _rename_schema(schema: dict[str, Any], to_client: Mapping[str, str]) -> dict[str, Any]:
+def _rename_schema(schema: Mapping[str, Any], to_client: Mapping[str, str]) -> dict[str, Any]:
     out = dict(schema)
     props = schema.get("properties")
     if isinstance(props, dict):
@@ -216,7 +217,7 @@ class ToolEntry:
         raise ToolError(ErrorKind.INVALID_PARAMS, invalid_arguments(self.name, problems))
 
     @property
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self) -> Mapping[str, Any]:
         """The argument schema with client parameter names."""
         return self.definition.input_schema
 
@@ -224,7 +225,7 @@ class ToolEntry:
     def definition(self) -> ToolDefinition:
         """The neutral definition (built on first access, then cached)."""
         if self._definition is None:
-            schema = self.tool.input_schema
+            schema = self.tool.listed_schema
             if self.to_client:
                 schema = _rename_schema(schema, self.to_client)
             self._definition = ToolDefinition(

@@ -6,6 +6,11 @@ every session. The containers below are ``dict`` and ``list`` subclasses (so
 ``json.dumps``, provider SDKs and ``==`` treat them as the plain types) whose
 mutating methods raise ``TypeError``; ``copy.deepcopy`` of one gives plain, editable
 containers.
+
+Every frozen container is frozen all the way down (the constructors freeze what they
+are given), so :func:`freeze` takes one as it is: parts shared between listings (the
+JSON Schema fragments of argument types, a tool's schema) are frozen once, not copied
+into every listing.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import copy
 from typing import Any, NoReturn
 
-__all__ = ["FrozenDict", "FrozenList", "freeze"]
+__all__ = ["FrozenDict", "FrozenList", "freeze", "frozen_dict", "frozen_list"]
 
 _MESSAGE = (
     "tool definitions are shared by every session of the set and are read-only; "
@@ -26,9 +31,13 @@ def _refuse(*args: Any, **kwargs: Any) -> NoReturn:
 
 
 class FrozenDict(dict[str, Any]):
-    """A ``dict`` that refuses to change."""
+    """A ``dict`` that refuses to change (its values are frozen too)."""
 
     __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        dict.update(self, {k: freeze(v) for k, v in dict(*args, **kwargs).items()})
+
     __setitem__ = __delitem__ = __ior__ = _refuse
     clear = pop = popitem = setdefault = update = _refuse
 
@@ -43,9 +52,14 @@ class FrozenDict(dict[str, Any]):
 
 
 class FrozenList(list[Any]):
-    """A ``list`` that refuses to change."""
+    """A ``list`` that refuses to change (its items are frozen too)."""
 
     __slots__ = ()
+
+    def __init__(self, *args: Any) -> None:
+        items: list[Any] = list(*args)
+        list.extend(self, [freeze(v) for v in items])
+
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
@@ -60,22 +74,27 @@ class FrozenList(list[Any]):
 
 
 def freeze(value: Any) -> Any:
-    """``value`` with every dict and list (at any depth) made read-only."""
+    """``value`` with every dict and list (at any depth) made read-only; a frozen
+    container is returned as it is."""
     cls = type(value)
-    if cls is dict or cls is FrozenDict:
-        return dict.__new__(FrozenDict) if not value else _frozen_dict(value)
-    if cls is list or cls is FrozenList or cls is tuple:
-        return _frozen_list(value)
+    if cls is FrozenDict or cls is FrozenList:
+        return value
+    if cls is dict:
+        return frozen_dict({k: freeze(v) for k, v in value.items()})
+    if cls is list or cls is tuple:
+        return frozen_list([freeze(v) for v in value])
     return value
 
 
-def _frozen_dict(value: dict[str, Any]) -> FrozenDict:
-    out = FrozenDict()
-    dict.update(out, {k: freeze(v) for k, v in value.items()})
+def frozen_dict(values: dict[str, Any]) -> FrozenDict:
+    """A frozen dict of ``values``, which must be frozen already (not checked)."""
+    out = dict.__new__(FrozenDict)
+    dict.update(out, values)
     return out
 
 
-def _frozen_list(value: Any) -> FrozenList:
-    out = FrozenList()
-    list.extend(out, [freeze(v) for v in value])
+def frozen_list(values: list[Any]) -> FrozenList:
+    """A frozen list of ``values``, which must be frozen already (not checked)."""
+    out = list.__new__(FrozenList)
+    list.extend(out, values)
     return out
