@@ -417,3 +417,30 @@ def test_frozen_containers_are_frozen_throughout_and_shared() -> None:
     plain = copy.deepcopy(made)
     plain["a"][1]["b"].append(3)
     assert made == {"a": [1, {"b": [2]}], "c": {"d": 3}}
+
+
+def test_serialised_definitions_are_encoded_once_per_format() -> None:
+    """``definitions_json`` is the listing as compact UTF-8 JSON, the same bytes object
+    on every request; text UTF-8 cannot carry is escaped, never invalid."""
+    from toolweave import tool
+    from toolweave.formats import encode
+
+    @tool(blocking=False)
+    def greet(name: str) -> str:
+        """Say grüß dich to someone."""
+        return name
+
+    builder = ToolSetBuilder()
+    builder.add(greet)
+    toolset = builder.build()
+    first = toolset.definitions_json("openai")
+    assert first is toolset.definitions_json("openai")
+    assert json.loads(first) == toolset.definitions("openai")
+    assert "grüß".encode() in first
+    assert b", " not in first
+    assert json.loads(toolset.definitions_json("anthropic")) == toolset.definitions("anthropic")
+    odd = encode([{"description": "lone \ud800 surrogate"}])
+    assert json.loads(odd) == [{"description": "lone \ud800 surrogate"}]
+    odd.decode("utf-8")  # valid UTF-8
+    with pytest.raises(UsageError):
+        toolset.definitions_json("nope")

@@ -258,6 +258,7 @@ class ToolSet:
 
     __slots__ = (
         "_by_name",
+        "_encoded",
         "_rendered",
         "_renderer",
         "_view",
@@ -292,6 +293,7 @@ class ToolSet:
         self._renderer = renderer
         self._view: SetView | None = None
         self._rendered: dict[str, list[dict[str, Any]]] = {}
+        self._encoded: dict[str, bytes] = {}
 
     entries: tuple[ToolEntry, ...]
     session_setup: Callable[[Session], None] | None
@@ -396,6 +398,21 @@ class ToolSet:
             cached = render([e.definition for e in self.entries], format)
             self._rendered[format] = cached
         return list(cached)
+
+    def definitions_json(self, format: str = "openai") -> bytes:
+        """:meth:`definitions` in ``format`` serialised for a request body: compact
+        JSON, UTF-8 (see :func:`toolweave.formats.encode`), encoded once per format and
+        cached, so sending the tools with every request costs nothing more.
+
+        Raises:
+            UsageError: The format is unknown.
+        """
+        cached = self._encoded.get(format)
+        if cached is None:
+            from toolweave.formats import encode
+
+            cached = self._encoded[format] = encode(self.definitions(format))
+        return cached
 
     def session(
         self,

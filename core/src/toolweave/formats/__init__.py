@@ -26,6 +26,7 @@ and :func:`run_tool_calls` does both around a session::
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,7 @@ __all__ = [
     "ToolCall",
     "UnsupportedSchemaError",
     "drop_optional_nulls",
+    "encode",
     "gemini_schema",
     "parse_tool_calls",
     "register_format",
@@ -120,3 +122,16 @@ def render(definitions: Sequence[ToolDefinition], format: str) -> list[dict[str,
     if formatter is None:
         raise UsageError(f"unknown definition format {format!r}; known: {', '.join(FORMATS)}")
     return [freeze(formatter(d)) for d in definitions]
+
+
+def encode(definitions: Sequence[Any]) -> bytes:
+    """``definitions`` as the bytes of a request body's ``tools``: compact JSON
+    (``separators=(",", ":")``), UTF-8. Text that UTF-8 cannot carry (a lone
+    surrogate) is written as a ``\\u`` escape instead, so the bytes are always valid.
+
+    ``ToolSet.definitions_json(format)`` caches them per format.
+    """
+    try:
+        return json.dumps(definitions, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return json.dumps(definitions, separators=(",", ":")).encode()
