@@ -9,6 +9,9 @@ process) write the same session id:
   and, if another writer changed it meanwhile and the slot holds no unsaved change,
   loads the stored value into the live instance (in place, so references to it stay
   valid). A call that holds the model's lock therefore starts from the latest state.
+  When the store offers a ``revision()`` (see :class:`~toolweave.state.StateStore`)
+  that has not moved since the slot was read, nothing was written anywhere meanwhile
+  and the key is not read again.
 * :meth:`SessionState.persist` saves with a compare-and-set on those versions. If
   another writer saved the key after it was read, nothing is saved: the slots are
   reloaded from the store (the other writer's update is kept, the call's change is
@@ -36,6 +39,7 @@ from toolweave.state._store import (
     StateStore,
     StoredState,
     state_key,
+    store_revision,
 )
 
 __all__ = ["SessionState", "StateSlot"]
@@ -68,9 +72,11 @@ class StateSlot:
         version: The store version of ``saved`` (0: nothing stored).
         check: Compare ``version`` with the store on the next access (set after each
             call that used the slot).
+        revision: The store's revision taken before ``saved`` was read (``None``: unknown,
+            or the store has none).
     """
 
-    __slots__ = ("check", "key", "model", "saved", "value", "version")
+    __slots__ = ("check", "key", "model", "revision", "saved", "value", "version")
 
     def __init__(
         self, key: str, model: type[BaseModel], value: BaseModel, saved: str, version: int = 0
@@ -81,6 +87,7 @@ class StateSlot:
         self.saved = saved
         self.version = version
         self.check = False
+        self.revision: Any = None
 
 
 @final
@@ -110,6 +117,7 @@ class SessionState:
         "_locks_of",
         "_open_store",
         "_persist_lock",
+        "_revision",
         "_slots",
         "_store",
         "session_id",
@@ -126,6 +134,7 @@ class SessionState:
             tuple[type[BaseModel], ...], tuple[tuple[str, anyio.Semaphore], ...]
         ] = {}
         self._persist_lock: anyio.Lock | None = None
+        self._revision: Callable[[], Any] | None = None
 
     @property
     def store(self) -> StateStore:
@@ -142,7 +151,20 @@ class SessionState:
                     self.session_id,
                 )
                 self._store = MemoryStateStore()
+            self._revision = store_revision(self._store)
         return self._store
+
+    def _current_revision(self) -> Any:
+        """The store's revision now (``None``: it has none, or it failed)."""
+        if self._store is None:
+            self._store = self.store  # opens it, and finds its revision
+        revision = self._revision
+        if revision is None:
+            return None
+        try:
+            return revision()
+        except Exception:
+            return None  # the read that follows reports the problem
 
     def _read(self, key: str) -> StoredState | _Failed | None:
         """What the store holds for ``key`` (``None``: nothing), or ``_FAILED``."""
@@ -198,15 +220,21 @@ class SessionState:
 
     def _refresh(self, slot: StateSlot) -> None:
         """Load what another writer stored for ``slot`` since it was read, unless the
-        slot holds a change not saved yet (that change's save will conflict)."""
+        slot holds a change not saved yet (that change's save will conflict). Nothing is
+        read when the store's revision has not moved since the slot was read."""
+        revision = self._current_revision()
+        if revision is not None and revision == slot.revision:
+            return
         stored = self._read(slot.key)
         if isinstance(stored, _Failed):
             return
         if (stored.version if stored is not None else 0) == slot.version:
+            slot.revision = revision
             return
         if slot.value.model_dump_json() != slot.saved:
             return
         self._reset(slot, stored)
+        slot.revision = revision
 
     def slot(self, model: type[BaseModel]) -> StateSlot:
         """The slot of ``model``, loading it on first access (and checking it against
@@ -225,8 +253,12 @@ class SessionState:
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise UsageError(f"state must be a pydantic model class, got {model!r}")
         key = state_key(model)
+        revision = self._current_revision()
         stored = self._read(key)
+        failed = isinstance(stored, _Failed)
         slot = self._decode(model, key, None if isinstance(stored, _Failed) else stored)
+        if not failed:
+            slot.revision = revision
         self._slots[model] = slot
         return slot
 
@@ -329,6 +361,7 @@ class SessionState:
                 return conflict
             for slot, _ in changed:
                 self._reset(slot, now.get(slot.key))
+                slot.revision = None
             return conflict
         except Exception:
             logger.exception(
@@ -339,6 +372,7 @@ class SessionState:
         for slot, data in changed:
             slot.saved = data
             slot.version = versions.get(slot.key, slot.version + 1)
+            slot.revision = None  # the save moved the revision; read the key next time
         return None
 
     async def persist_all(self) -> StateConflict | None:

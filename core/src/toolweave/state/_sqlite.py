@@ -125,6 +125,8 @@ class SQLiteStateStore:
         self._lock = threading.Lock()
         self._holder: list[sqlite3.Connection | None] = [None]
         self._identity: tuple[int, int] | None = None
+        self._writes = 0
+        """Saves through this store (``PRAGMA data_version`` does not count them)."""
         self._finalizer = weakref.finalize(self, _close_quietly, self._holder)
         self._prepare_folder()
         with exclusive(self._lock_path, busy_timeout):
@@ -269,6 +271,7 @@ class SQLiteStateStore:
         the path still names the file that failed (another process may have replaced it
         already), and reconnect."""
         failed = self._identity
+        self._writes += 1  # a new connection counts data_version afresh
         _close_quietly(self._holder)
         with exclusive(self._lock_path, self.busy_timeout):
             try:
@@ -288,6 +291,23 @@ class SQLiteStateStore:
         return conn
 
     # -- the interface --------------------------------------------------------------
+
+    def revision(self) -> tuple[int, int]:
+        """Moves whenever the file may have changed (see
+        :class:`~toolweave.state.StateStore`): ``PRAGMA data_version`` of this
+        store's connection, which changes when another connection (of any process)
+        commits, with a count of this store's own saves and reconnections.
+        Raises as :meth:`load` does."""
+        with self._lock:
+            conn = self._conn()
+            try:
+                row = conn.execute("PRAGMA data_version").fetchone()
+            except sqlite3.DatabaseError as exc:
+                if not _is_damage(exc):
+                    raise
+                conn = self._recover(str(exc))
+                row = conn.execute("PRAGMA data_version").fetchone()
+            return (int(row[0]), self._writes)
 
     def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
         """See :meth:`~toolweave.state.StateStore.load`."""
@@ -325,6 +345,7 @@ class SQLiteStateStore:
             return {}
         with self._lock:
             conn = self._conn()
+            self._writes += 1  # before: a failed or refused save may have changed nothing
             for attempt in (1, 2):
                 try:
                     return self._write(conn, session_id, changes, expected or {})

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import ClassVar, NamedTuple, Protocol, final, runtime_checkable
 
 from pydantic import BaseModel
 
 from toolweave.errors import StateConflict
 
-__all__ = ["MemoryStateStore", "StateConflict", "StateStore", "StoredState", "state_key"]
+__all__ = [
+    "MemoryStateStore",
+    "StateConflict",
+    "StateStore",
+    "StoredState",
+    "state_key",
+    "store_revision",
+]
 
 
 class StoredState(NamedTuple):
@@ -42,6 +49,12 @@ class StateStore(Protocol):
     saves from a worker thread, so a store may do disk or network I/O. Implementations
     must be safe to call from several threads. A store whose methods never block may say
     so with a class attribute ``blocking = False``; its saves then run in the event loop.
+
+    A store may also offer ``revision()``: a cheap hashable value that equals an
+    earlier one only if nothing was written to the store in between, by this process
+    or another (SQLite: ``PRAGMA data_version`` with a count of its own saves). A
+    session then reads a key again after a call only when the revision moved; without
+    it, the first access after a call reads the key's version.
     """
 
     def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
@@ -74,6 +87,12 @@ class StateStore(Protocol):
         ...
 
 
+def store_revision(store: object) -> Callable[[], Hashable] | None:
+    """The store's ``revision`` method (see :class:`StateStore`), if it has one."""
+    method = getattr(store, "revision", None)
+    return method if callable(method) else None
+
+
 def state_key(model: type[BaseModel]) -> str:
     """The key a state model is stored under.
 
@@ -103,6 +122,11 @@ class MemoryStateStore:
         # session -> key -> (value, or None once deleted; version)
         self._data: dict[str, dict[str, tuple[str | None, int]]] = {}
         self._lock = threading.Lock()
+        self._writes = 0
+
+    def revision(self) -> int:
+        """Counts the saves (see :class:`StateStore`)."""
+        return self._writes
 
     def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
         """See :meth:`StateStore.load`."""
@@ -136,6 +160,7 @@ class MemoryStateStore:
                 if conflicts:
                     raise StateConflict(session_id, conflicts)
             versions: dict[str, int] = {}
+            self._writes += 1
             for key, value in changes.items():
                 old, current = values.get(key, (None, 0))
                 if value is None and old is None:
