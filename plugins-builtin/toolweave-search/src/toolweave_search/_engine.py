@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -14,9 +14,11 @@ from pydantic import BaseModel
 from toolweave import ErrorKind, ToolError
 from toolweave.errors import preview
 
-from toolweave_search._pyengine import python_files, python_grep
+from toolweave_search._process import proc_fd
+from toolweave_search._pyrunner import python_files, python_grep
 from toolweave_search._results import FileHits, GrepQuery
 from toolweave_search._rgengine import find_ripgrep, rg_files, rg_grep
+from toolweave_search._start import Start
 
 __all__ = ["Engine", "EngineParams", "in_thread", "list_files", "resolve_engine", "search"]
 
@@ -61,7 +63,25 @@ def resolve_engine(engine: Engine, ripgrep_path: str | None) -> str | None:
             "ripgrep is not installed here; install it with "
             "pip install 'toolweave-search[rg]', or configure engine = \"auto\".",
         )
+    if found is not None and not _fd_paths():
+        if engine == "ripgrep":
+            raise ToolError(
+                ErrorKind.UNAVAILABLE,
+                "ripgrep is confined to the workspace through /proc/self/fd, which this "
+                'system lacks; configure engine = "auto" or "python".',
+            )
+        return None
     return found
+
+
+@functools.cache
+def _fd_paths() -> bool:
+    """Whether open descriptors have paths a child can open (``/proc/self/fd``)."""
+    fd = os.open(os.devnull, os.O_RDONLY)
+    try:
+        return os.path.exists(proc_fd(fd))
+    finally:
+        os.close(fd)
 
 
 async def in_thread(work: Callable[[threading.Event], T]) -> T:
@@ -74,15 +94,17 @@ async def in_thread(work: Callable[[threading.Event], T]) -> T:
         stop.set()  # a cancelled search stops at its next file
 
 
-async def search(rg: str | None, root: Path, query: GrepQuery) -> list[FileHits]:
-    """Run ``query`` with ripgrep (``rg``) or, when ``rg`` is ``None``, in Python."""
+async def search(rg: str | None, root: Path, start: Start, query: GrepQuery) -> list[FileHits]:
+    """Run ``query`` from ``start`` with ripgrep (``rg``) or, when ``rg`` is ``None``, in
+    the Python engine's worker process."""
     if rg is not None:
-        return await rg_grep(rg, root, query)
-    return await in_thread(partial(python_grep, root, query))
+        return await rg_grep(rg, root, start, query)
+    return await python_grep(start, query)
 
 
-async def list_files(rg: str | None, root: Path, start: Path) -> list[str]:
-    """Every file a search of the folder ``start`` visits, relative to ``root``."""
+async def list_files(rg: str | None, root: Path, start: Start) -> list[str]:
+    """Every file a search of the folder ``start`` visits, relative to ``root``; with
+    ripgrep, names it saw (see :func:`._rgengine.rg_files`)."""
     if rg is not None:
         return await rg_files(rg, root, start)
-    return await in_thread(lambda stop: list(python_files(root, start, stop)))
+    return await python_files(start)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from functools import partial
-from pathlib import Path
 
 import anyio.to_thread
 from pydantic import BaseModel, Field
@@ -22,7 +22,9 @@ from toolweave import (
 from toolweave.errors import preview
 
 from toolweave_search._engine import EngineParams, in_thread, list_files, resolve_engine
+from toolweave_search._fdwalk import DIR_FLAGS, Below
 from toolweave_search._globs import MAX_PATTERN_CHARS, GlobFilter, literal_prefix
+from toolweave_search._start import Start
 
 __all__ = ["Glob", "GlobArgs", "GlobOutput", "GlobParams"]
 
@@ -82,13 +84,17 @@ class GlobOutput(ToolOutput):
         return text
 
 
-def _newest_first(root: Path, paths: list[str]) -> list[str]:
+def _newest_first(root_fd: int, paths: list[str]) -> list[str]:
+    """``paths`` (below the root) that are regular files inside, reached from the root's
+    descriptor without following links, most recently modified first. A name ripgrep
+    listed from a folder swapped for a link to outside is not found inside, and left
+    out."""
     stamped: list[tuple[float, str]] = []
-    for rel in paths:
-        try:
-            stamped.append((-os.lstat(root / rel).st_mtime, rel))
-        except OSError:
-            continue
+    with Below(root_fd) as below:
+        for rel in paths:
+            info = below.stat_file(rel)
+            if info is not None:
+                stamped.append((-info.st_mtime, rel))
     stamped.sort()
     return [rel for _, rel in stamped]
 
@@ -107,15 +113,29 @@ def _matching(
     return out
 
 
-def _narrowed(base: Path, prefix: str) -> Path | None:
+def _narrowed(base: Start, prefix: str) -> Start | None:
     """The folder to list: ``base``, or its subfolder ``prefix`` that every match must be
-    in (``None`` when that does not exist inside the workspace)."""
+    in (``None`` when that does not exist). The subfolder is opened from ``base``'s
+    descriptor without following links; with a link on the way, ``base`` is listed
+    whole (links are not followed)."""
     if not prefix:
         return base
-    start = base / prefix
-    if os.path.realpath(start) != str(start):
-        return base  # a link on the way: list everything, links are not followed
-    return start if start.is_dir() else None
+    here = os.dup(base.fd)
+    parts = list(base.parts)
+    for name in prefix.split("/"):
+        try:
+            fd = os.open(name, DIR_FLAGS, dir_fd=here)
+        except OSError:
+            try:
+                link = stat.S_ISLNK(os.stat(name, dir_fd=here, follow_symlinks=False).st_mode)
+            except OSError:
+                link = False
+            os.close(here)
+            return base if link else None
+        os.close(here)
+        here = fd
+        parts.append(name)
+    return base.below(here, tuple(parts))
 
 
 class Glob(Tool[GlobArgs, GlobOutput]):
@@ -144,25 +164,27 @@ listing it is enough. Prefer it over `find` or `ls` in a shell."""
         """List the files below ``path``, keep the matching ones, newest first."""
         params = ctx.params(GlobParams)
         workspace = ctx.require(Workspace)
-        root = workspace.root
         where = args.path if args.path and args.path.strip() else ""
-        base = workspace.resolve(where, must_exist=True)
-        if not base.is_dir():
-            raise ToolError(
-                ErrorKind.INVALID_PARAMS,
-                f"{preview(args.path)!r} is a file; give the folder to search in as `path`.",
-            )
         pattern = args.pattern.strip().removeprefix("./")
         matcher = GlobFilter(pattern, anchored=True)  # bounded: see _globs
-        start = _narrowed(base, literal_prefix(pattern))
-        if start is None:
-            return GlobOutput(files=[], total=0)
         rg = resolve_engine(params.engine, params.ripgrep_path)
-        listed = await list_files(rg, root, start)
-        prefix = "" if base == root else workspace.relative(base)
-        skip = len(prefix) + 1 if prefix else 0
-        matched = await in_thread(partial(_matching, matcher, listed, skip))
-        ordered = await anyio.to_thread.run_sync(_newest_first, root, matched)
+        with Start(workspace, where) as base:
+            if base.is_file:
+                raise ToolError(
+                    ErrorKind.INVALID_PARAMS,
+                    f"{preview(args.path)!r} is a file; give the folder to search in as `path`.",
+                )
+            start = _narrowed(base, literal_prefix(pattern))
+            if start is None:
+                return GlobOutput(files=[], total=0)
+            try:
+                listed = await list_files(rg, workspace.root, start)
+            finally:
+                if start is not base:
+                    start.close()
+            skip = len(base.folder) + 1 if base.parts else 0
+            matched = await in_thread(partial(_matching, matcher, listed, skip))
+            ordered = await anyio.to_thread.run_sync(_newest_first, base.root_fd, matched)
         shown = ordered[: params.max_results]
         return GlobOutput(
             files=shown,

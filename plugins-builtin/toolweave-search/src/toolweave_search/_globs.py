@@ -18,8 +18,9 @@ import fnmatch
 import re
 from collections.abc import Callable
 
-from toolweave import ErrorKind, ToolError
-from toolweave.errors import preview
+TYPE_CHECKING = False  # not from typing: the Python engine's worker starts faster
+if TYPE_CHECKING:
+    from toolweave import ToolError
 
 __all__ = [
     "MAX_ALTERNATIVES",
@@ -50,19 +51,28 @@ def check_glob(pattern: str, field: str) -> None:
         ToolError: ``invalid_params`` naming the limit.
     """
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise ToolError(
-            ErrorKind.INVALID_PARAMS,
+        from toolweave.errors import preview
+
+        raise _invalid(
             f"`{field}` is {len(pattern)} characters long ({preview(pattern, 60)!r}); "
             f"the limit is {MAX_PATTERN_CHARS}",
         )
     count = _count(pattern)
     if count > MAX_ALTERNATIVES or count * len(pattern) > MAX_EXPANDED_CHARS:
-        raise ToolError(
-            ErrorKind.INVALID_PARAMS,
+        raise _invalid(
             f"`{field}` expands to too many alternatives through its {{a,b}} groups (the "
             f"limits are {MAX_ALTERNATIVES} alternatives and {MAX_EXPANDED_CHARS} characters "
             "in all); use fewer groups or shorter lists",
         )
+
+
+def _invalid(message: str) -> ToolError:
+    """``invalid_params``; toolweave is imported here, not at the top, because the
+    Python engine's worker process imports this module without toolweave (its start-up
+    stays short; the parent checks every glob before the worker sees it)."""
+    from toolweave import ErrorKind, ToolError
+
+    return ToolError(ErrorKind.INVALID_PARAMS, message)
 
 
 def _groups(pattern: str) -> tuple[int, int, list[str]] | None:

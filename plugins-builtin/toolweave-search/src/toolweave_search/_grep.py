@@ -8,6 +8,7 @@ from toolweave import Capabilities, Context, Kind, Tool, ToolOutput, Workspace
 from toolweave_search._engine import EngineParams, resolve_engine, search
 from toolweave_search._globs import MAX_PATTERN_CHARS, check_glob
 from toolweave_search._results import GrepQuery, OutputMode, format_hits
+from toolweave_search._start import Start
 
 __all__ = ["MAX_REGEX_CHARS", "Grep", "GrepArgs", "GrepOutput", "GrepParams"]
 
@@ -165,27 +166,27 @@ line by line, so a pattern cannot span lines."""
         """Resolve the path, choose the engine, search and format."""
         params = ctx.params(GrepParams)
         workspace = ctx.require(Workspace)
-        root = workspace.root
         where = args.path if args.path and args.path.strip() else ""
-        target = workspace.resolve(where, must_exist=True)
         limit = min(args.head_limit or params.default_head_limit, params.max_head_limit)
         before = args.before_context if args.before_context is not None else args.context or 0
         after = args.after_context if args.after_context is not None else args.context or 0
-        query = GrepQuery(
-            pattern=args.pattern,
-            folder="" if target == root else workspace.relative(target),
-            is_file=target.is_file(),
-            glob=args.glob.strip() if args.glob and args.glob.strip() else None,
-            mode=args.output_mode,
-            case_insensitive=args.case_insensitive,
-            before=before,
-            after=after,
-            limit=limit,
-        )
-        if query.glob is not None:
-            check_glob(query.glob, "glob")
+        glob = args.glob.strip() if args.glob and args.glob.strip() else None
+        if glob is not None:
+            check_glob(glob, "glob")
         rg = resolve_engine(params.engine, params.ripgrep_path)
-        hits = await search(rg, root, query)
+        with Start(workspace, where) as start:
+            query = GrepQuery(
+                pattern=args.pattern,
+                folder=start.folder,
+                is_file=start.is_file,
+                glob=glob,
+                mode=args.output_mode,
+                case_insensitive=args.case_insensitive,
+                before=before,
+                after=after,
+                limit=limit,
+            )
+            hits = await search(rg, workspace.root, start, query)
         lines, files, truncated = format_hits(
             hits,
             args.output_mode,

@@ -11,18 +11,27 @@ it is ignored. ``.git`` folders are always skipped; hidden files are searched.
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator
 
-from pathspec import GitIgnoreSpec
+from toolweave_search._fdwalk import open_dir, read_file
 
-__all__ = ["IGNORE_FILE", "IgnoreFile", "IgnoreStack", "read_ignore_file", "rebase_patterns"]
+__all__ = [
+    "IGNORE_FILE",
+    "IgnoreFile",
+    "IgnoreStack",
+    "ignore_lines",
+    "read_ignore_file",
+    "rebase_patterns",
+]
 
 IGNORE_FILE = ".gitignore"
 
+MAX_IGNORE_BYTES = 1024 * 1024
+"""A longer ``.gitignore`` is read only this far."""
 
-@dataclass(frozen=True, slots=True)
+
 class IgnoreFile:
     """The patterns of one ``.gitignore`` file.
 
@@ -32,8 +41,11 @@ class IgnoreFile:
             for ``!`` patterns.
     """
 
-    base: str
-    rules: tuple[tuple[re.Pattern[str], bool], ...]
+    __slots__ = ("base", "rules")
+
+    def __init__(self, base: str, rules: tuple[tuple[re.Pattern[str], bool], ...]) -> None:
+        self.base = base
+        self.rules = rules
 
     def decide(self, path: str, is_dir: bool) -> bool | None:
         """``True`` (ignored), ``False`` (re-included) or ``None`` (no pattern matches).
@@ -58,11 +70,24 @@ class IgnoreFile:
         return verdict
 
 
-def read_ignore_file(folder: Path, base: str) -> IgnoreFile | None:
-    """The ``.gitignore`` of ``folder`` (``None`` when it has none or cannot be read)."""
-    lines = _read_lines(folder / IGNORE_FILE)
+def ignore_lines(dir_fd: int) -> list[str]:
+    """The lines of the ``.gitignore`` in the folder open as ``dir_fd`` (none when it
+    has none, it is a link or it cannot be read); read relative to the descriptor."""
+    data = read_file(IGNORE_FILE, dir_fd, MAX_IGNORE_BYTES)
+    return [] if data is None else data.decode("utf-8", "replace").splitlines()
+
+
+def read_ignore_file(dir_fd: int, base: str) -> IgnoreFile | None:
+    """The ``.gitignore`` of the folder open as ``dir_fd`` (``None``: none or empty).
+
+    pathspec is imported here, only when a folder has one: the Python engine's worker
+    process then starts without it when a tree has no ``.gitignore``.
+    """
+    lines = ignore_lines(dir_fd)
     if not lines:
         return None
+    from pathspec import GitIgnoreSpec
+
     spec = GitIgnoreSpec.from_lines(lines)
     rules = tuple(
         (p.regex, bool(p.include))
@@ -70,15 +95,6 @@ def read_ignore_file(folder: Path, base: str) -> IgnoreFile | None:
         if p.include is not None and isinstance(p.regex, re.Pattern)
     )
     return IgnoreFile(base, rules) if rules else None
-
-
-def _read_lines(path: Path) -> list[str]:
-    try:
-        if not path.is_file() or path.is_symlink():
-            return []
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
 
 
 class IgnoreStack:
@@ -89,9 +105,9 @@ class IgnoreStack:
     def __init__(self, files: tuple[IgnoreFile, ...] = ()) -> None:
         self.files = files
 
-    def entering(self, folder: Path, base: str) -> IgnoreStack:
-        """The stack inside ``folder`` (whose path relative to the root is ``base``)."""
-        found = read_ignore_file(folder, base)
+    def entering(self, dir_fd: int, base: str) -> IgnoreStack:
+        """The stack inside the folder open as ``dir_fd`` (``base`` below the root)."""
+        found = read_ignore_file(dir_fd, base)
         return self if found is None else IgnoreStack((*self.files, found))
 
     def ignored(self, path: str, is_dir: bool) -> bool:
@@ -109,30 +125,48 @@ class IgnoreStack:
         return False
 
     @classmethod
-    def above(cls, root: Path, folder: Path) -> IgnoreStack:
-        """The stack of ``folder``'s parents from ``root`` down (not ``folder`` itself)."""
+    def above(cls, root_fd: int, parts: tuple[str, ...]) -> IgnoreStack:
+        """The stack of the folder ``parts`` below the root (open as ``root_fd``): its
+        parents' files from the root down, not its own. Each parent is opened relative
+        to the one before without following links; when one cannot be (swapped for a
+        link meanwhile), the files above it are all that apply."""
         stack = cls()
-        if folder == root:
-            return stack
-        parts = folder.relative_to(root).parts
-        current = root
-        stack = stack.entering(current, "")
-        for i in range(len(parts) - 1):
-            current = current / parts[i]
-            stack = stack.entering(current, "/".join(parts[: i + 1]))
+        for base, fd in parents(root_fd, parts):
+            stack = stack.entering(fd, base)
         return stack
+
+
+def parents(root_fd: int, parts: tuple[str, ...]) -> Iterator[tuple[str, int]]:
+    """``(base, descriptor)`` of each parent of ``parts`` from the root down (the root's
+    base is ``""``); each descriptor is open only until the next one is produced."""
+    if not parts:
+        return
+    yield "", root_fd
+    here = root_fd
+    try:
+        for i in range(len(parts) - 1):
+            fd = open_dir(parts[i], here)
+            if fd is None:
+                return
+            if here != root_fd:
+                os.close(here)
+            here = fd
+            yield "/".join(parts[: i + 1]), here
+    finally:
+        if here != root_fd:
+            os.close(here)
 
 
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\!#])")
 
 
-def rebase_patterns(folder: Path, base: str) -> list[str]:
-    """The patterns of ``folder/.gitignore`` rewritten relative to the workspace root.
+def rebase_patterns(lines: list[str], base: str) -> list[str]:
+    """The patterns of the ``.gitignore`` in ``base`` rewritten relative to the
+    workspace root.
 
     ``build/`` in ``src/.gitignore`` becomes ``/src/**/build/``, ``/out`` becomes
     ``/src/out``, so one ignore file read from the root means the same thing.
     """
-    lines = _read_lines(folder / IGNORE_FILE)
     if not base:
         return lines
     prefix = "/" + _GLOB_SPECIAL.sub(r"\\\1", base) + "/"
