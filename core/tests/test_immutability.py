@@ -59,3 +59,28 @@ def test_a_listing_edited_by_a_host_changes_no_later_listing(format: str) -> Non
     mine["description"] = "changed"
     for session in (first, other):
         assert json.dumps(session.definitions(format), sort_keys=True) == before
+
+
+def test_serialised_listing_follows_external_tools() -> None:
+    """definitions_json is the listing's JSON, cached, and re-encoded when the session's
+    external tools change."""
+    from toolweave import external_tool
+
+    toolset = _toolset()
+    session = toolset.session()
+    first = session.definitions_json("openai")
+    assert json.loads(first) == json.loads(json.dumps(session.definitions("openai")))
+    assert session.definitions_json("openai") is first
+    async def found(ctx: Any, arguments: dict[str, Any]) -> str:
+        return "found"
+
+    lookup = external_tool(
+        id="lookup",
+        namespace="ext",
+        description="Look something up.",
+        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+        call=found,
+    )
+    session.register_external(lookup, prefix="ext__")
+    extended = json.loads(session.definitions_json("openai"))
+    assert [d["function"]["name"] for d in extended] == ["echo", "ext__lookup"]

@@ -87,6 +87,7 @@ class Session:
         "_hooks",
         "_inline",
         "_listing",
+        "_listing_json",
         "_notifier",
         "_plans",
         "_reminders",
@@ -138,6 +139,7 @@ class Session:
         self._external: dict[str, ToolEntry] = {}
         self._unlisted: set[str] = set()
         self._listing: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+        self._listing_json: dict[tuple[str, bool], bytes] = {}
         self._hidden: frozenset[str] | None = None
         """Built-in tools whose ``should_list`` is false in this session (asked once)."""
         self.external_version = 0
@@ -375,6 +377,26 @@ class Session:
             self._listing[(format, external)] = cached
         return list(cached)
 
+    def definitions_json(self, format: str = "openai", *, include_external: bool = True) -> bytes:
+        """:meth:`definitions` as the bytes of a request body's ``tools`` (compact JSON,
+        UTF-8; see :func:`toolweave.formats.encode`), encoded once per format and
+        listing: a host that sends its tools with every request pays for it once.
+
+        Example:
+            ``body = b'{"model": "gpt-5.5", "tools": ' + session.definitions_json() + b"}"``
+        """
+        hidden = self._hidden if self._hidden is not None else self._find_hidden()
+        external = include_external and bool(self._external)
+        if not hidden and not external:
+            return self.toolset.definitions_json(format)
+        cached = self._listing_json.get((format, external))
+        if cached is None:
+            from toolweave.formats import encode
+
+            cached = encode(self.definitions(format, include_external=include_external))
+            self._listing_json[(format, external)] = cached
+        return cached
+
     def _find_hidden(self) -> frozenset[str]:
         """Ask each built-in tool that decides for itself whether to list it here."""
         hidden: set[str] = set()
@@ -468,6 +490,7 @@ class Session:
 
     def _external_changed(self) -> None:
         self._listing.clear()
+        self._listing_json.clear()
         self.external_version += 1
 
     @property
