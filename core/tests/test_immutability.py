@@ -71,6 +71,7 @@ def test_serialised_listing_follows_external_tools() -> None:
     first = session.definitions_json("openai")
     assert json.loads(first) == json.loads(json.dumps(session.definitions("openai")))
     assert session.definitions_json("openai") is first
+
     async def found(ctx: Any, arguments: dict[str, Any]) -> str:
         return "found"
 

@@ -24,8 +24,7 @@ import errno
 import os
 from typing import Literal, final
 
-from toolweave.errors import preview
-from toolweave.errors import ErrorKind, ToolError
+from toolweave.errors import ErrorKind, ToolError, preview
 
 __all__ = ["MAX_LINKS", "MAX_PATH_CHARS", "Location", "check_path", "walk"]
 
