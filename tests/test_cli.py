@@ -664,3 +664,16 @@ def test_serve_stdio_answers_an_mcp_client(tmp_path: Path) -> None:
         names, text = anyio.run(talk, errlog)
     assert "read_file" in names
     assert "served" in text
+
+
+def test_the_app_is_the_typer_app_whatever_was_imported_first() -> None:
+    """Importing the CLI's modules in any order leaves ``toolweave.cli.app`` the Typer app
+    (a module global once shared its name with the ``_app`` submodule)."""
+    code = (
+        "import toolweave.cli._app\n"
+        "import typer\n"
+        "from toolweave.cli import app\n"
+        "assert isinstance(app, typer.Typer), type(app)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -464,7 +464,13 @@ def _finisher(output_type: Any, tool_id: str) -> Callable[[Any], tuple[Any, str]
     if output_type is Any or output_type is None or output_type is type(None):
         return _finish_any
     if output_type is str:
-        return partial(_finish_declared_str, tool_id)
+
+        def finish_str(value: Any) -> tuple[Any, str]:
+            if type(value) is str and value.isascii():  # the common case, no call
+                return value, value
+            return _finish_declared_str(tool_id, value)
+
+        return finish_str
     if isinstance(output_type, type) and issubclass(output_type, BaseModel):
         model: type[BaseModel] = output_type
 

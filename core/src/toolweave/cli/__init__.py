@@ -30,20 +30,22 @@ COMMAND_MODULES = (
 )
 """Modules whose ``register(app)`` adds commands or command groups, in help order."""
 
-_app: typer.Typer | None = None
+_built: typer.Typer | None = None
+"""The app, once built (not named ``_app``: importing the submodule ``_app`` would
+rebind that name on this package)."""
 
 
 def build_app() -> typer.Typer:
     """The root typer app with every command registered (built once)."""
-    global _app
-    if _app is None:
+    global _built
+    if _built is None:
         from toolweave.cli._app import make_app
 
         app = make_app()
         for name in COMMAND_MODULES:
             importlib.import_module(name).register(app)
-        _app = app
-    return _app
+        _built = app
+    return _built
 
 
 def __getattr__(name: str) -> Any:

@@ -85,23 +85,35 @@ def emit(item: Progress) -> Generator[Any, Any, None]:
 async def run_call(
     session: Session,
     name: str,
-    arguments: Any,
-    call_id: str | None,
-    sink: Sink | None = None,
-    parent: CallRecord | None = None,
-    running: Running | None = None,
+    arguments: Any = None,
+    call_id: str | None = None,
+    on_progress: Sink | None = None,
+    *,
+    _parent: CallRecord | None = None,
+    _running: Running | None = None,
 ) -> CallResult:
-    """Run one call through the pipeline; never raises for anything a model sends.
+    """Run the tool the model called ``name`` with ``arguments`` (JSON text, bytes or a
+    dict); :meth:`Session.call <toolweave.Session.call>` is this function.
+
+    The call goes through the session's pipeline (see :mod:`toolweave.runtime._pipeline`):
+    hooks, argument validation, state locks, its deadline (cancellable by ``call_id``),
+    then post-processing: state it changed is saved and reminders are appended to its
+    text. Failures are results with an error; nothing a model sends raises.
 
     Args:
-        session: The session.
+        session: The session (``self`` of ``Session.call``).
         name: The client-visible tool name.
-        arguments: JSON text, bytes or a mapping, as the model sent them.
-        call_id: The model's id for the call (cancellable by it while it waits).
-        sink: Where progress of a streaming tool goes (``None``: dropped, and a tool
-            with a plain path as well takes that one).
-        parent: The record of the calling tool's call, for a call a tool makes.
-        running: The handle that cancels this call (a stream's own); made when needed.
+        arguments: The arguments as the model sent them.
+        call_id: The model's id for the call; needed to :meth:`~toolweave.Session.cancel`
+            it.
+        on_progress: Called with each progress item of a streaming tool (a plain or an
+            async function). One that raises is logged (``toolweave`` logger) and the
+            call goes on. Without it, a tool with a plain path as well takes that one.
+        _parent: For the runtime: the record of the calling tool's call.
+        _running: For the runtime: the handle that cancels this call (a stream's own).
+
+    Returns:
+        The result.
     """
     # 1. resolve
     try:
@@ -110,7 +122,7 @@ async def run_call(
         entry = None
     if entry is None:
         return session._unknown(name, call_id)
-    if parent is not None and parent.depth >= MAX_DEPTH:
+    if _parent is not None and _parent.depth >= MAX_DEPTH:
         return failure(
             ErrorKind.EXECUTION_ERROR,
             f"{entry.name} was not called: tools may nest calls at most {MAX_DEPTH} deep",
@@ -128,7 +140,7 @@ async def run_call(
         if refused is not None:
             return refused
     elif plan is not None:
-        hook_call = HookCall(session, entry, call_id, 0 if parent is None else parent.depth + 1)
+        hook_call = HookCall(session, entry, call_id, 0 if _parent is None else _parent.depth + 1)
         # 2. admit
         if plan.admit:
             if plan.synchronous:
@@ -159,14 +171,14 @@ async def run_call(
                 return await _after(plan, hook_call, refused)
             args = hook_call.arguments
     ctx = Context(session, entry, call_id)
-    if parent is not None:
-        ctx._record = CallRecord(parent)
+    if _parent is not None:
+        ctx._record = CallRecord(_parent)
     tool = entry.tool
     # 5.-7. lock, execute, finish
-    if tool.streaming and (sink is not None or tool.invoke is None):
-        result = await _run_locked(session, ctx, entry, args, sink, running)
-    elif tool.state_locks is not None or parent is not None or running is not None:
-        result = await _run_locked(session, ctx, entry, args, None, running)
+    if tool.streaming and (on_progress is not None or tool.invoke is None):
+        result = await _run_locked(session, ctx, entry, args, on_progress, _running)
+    elif tool.state_locks is not None or _parent is not None or _running is not None:
+        result = await _run_locked(session, ctx, entry, args, None, _running)
     elif tool.is_coroutine and not (session._inline or session._detect_inline()):
         result = await _run_locked(session, ctx, entry, args, None, None)
     else:
@@ -188,10 +200,10 @@ async def run_call(
         except Exception as exc:
             result = from_exception(exc, entry, call_id)
     # 8. post-process
-    if parent is None:
+    if _parent is None:
         result = await _post(session, ctx, args, result)
     elif result.error is None:
-        parent.effective = result.effective_tool
+        _parent.effective = result.effective_tool
     # 9. after
     if hook_call is not None:
         assert plan is not None

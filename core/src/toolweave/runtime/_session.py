@@ -27,7 +27,7 @@ from toolweave.runtime._notifications import Notification, Notifier
 from toolweave.runtime._outcomes import failure
 from toolweave.runtime._pipeline import run_call
 from toolweave.runtime._sync import SyncSession
-from toolweave.runtime._toolstream import ProgressCallback, ToolStream
+from toolweave.runtime._toolstream import ToolStream
 from toolweave.state import SessionState, SQLiteStateStore, StateStore, default_state_path
 
 if TYPE_CHECKING:
@@ -527,39 +527,16 @@ class Session:
             ErrorKind.NOT_FOUND, f"{what}. Available tools: {shown or 'none'}.", name, call_id
         )
 
-    async def call(
-        self,
-        name: str,
-        arguments: Any = None,
-        call_id: str | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
-    ) -> CallResult:
-        """Run the tool the model called ``name`` with ``arguments`` (JSON text, bytes or dict).
-
-        The call goes through the session's pipeline (:mod:`toolweave.runtime._pipeline`):
-        hooks, argument validation, state locks, its deadline (cancellable by
-        ``call_id``), then post-processing: state it changed is saved and reminders are
-        appended to its text.
-
-        Args:
-            name: The client-visible tool name.
-            arguments: The arguments as the model sent them.
-            call_id: The model's id for the call; needed to :meth:`cancel` it.
-            on_progress: Called with each progress item of a streaming tool (a plain or
-                an async function). One that raises is logged (``toolweave`` logger)
-                and the call goes on: it is still called with the later items.
-
-        Returns:
-            The result; failures carry an error and never raise.
-        """
-        return await run_call(self, name, arguments, call_id, on_progress)
+    call = run_call
+    """Run one call through the pipeline (see :func:`toolweave.runtime._pipeline.run_call`):
+    ``await session.call(name, arguments, call_id, on_progress=None)`` returns the
+    :class:`~toolweave.CallResult`; failures carry an error and never raise."""
 
     async def call_from(self, ctx: Context, name: str, arguments: Any = None) -> CallResult:
         """A call made by a running tool (what :meth:`Context.call <toolweave.Context.call>`
         does): the same pipeline, hooks and deadline as any call; no reminders, and its
         state is saved with the outermost call's."""
-        return await run_call(self, name, arguments, None, None, ctx._call_record())
+        return await run_call(self, name, arguments, _parent=ctx._call_record())
 
     def _timeout_for(self, entry: ToolEntry) -> float:
         timeout = entry.timeout

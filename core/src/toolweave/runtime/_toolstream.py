@@ -62,7 +62,7 @@ class ToolStream:
         self._session = session
         self._call_id = call_id
         self._running = Running()
-        self._coro = run_call(session, name, arguments, call_id, emit, None, self._running)
+        self._coro = run_call(session, name, arguments, call_id, emit, _running=self._running)
         self._done = False
         self._started = False
         self._soon: Callable[..., object] | None = None
