@@ -148,7 +148,7 @@ def _label(hook: CallHook) -> str:
 class HookPlan:
     """The hooks of one entry, compiled: only the methods that are overridden."""
 
-    __slots__ = ("admit", "after", "before", "guards", "on_error", "synchronous")
+    __slots__ = ("admit", "after", "before", "ends", "guards", "on_error", "synchronous")
 
     def __init__(self, hooks: list[CallHook]) -> None:
         def steps(method: str) -> tuple[_Step, ...]:
@@ -164,6 +164,8 @@ class HookPlan:
         self.before = steps("before")
         self.after = steps("after")
         self.on_error = steps("on_error")
+        self.ends = bool(self.after or self.on_error)
+        """Some hook has an ``after`` or ``on_error`` step."""
         every = self.admit + self.before + self.after + self.on_error
         self.synchronous = not any(is_async for _, _, is_async in every)
         """No step needs ``await``: the pipeline calls the ``*_now`` methods."""

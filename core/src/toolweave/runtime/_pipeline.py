@@ -193,7 +193,11 @@ async def run_call(
                     raw = await _wait(session, coro, pending, entry, call_id, None)
             else:
                 raw = tool.invoke(ctx, args)  # type: ignore[misc]
-            if ctx._record is None and hook_call is None and not session._reminders:
+            if (
+                ctx._record is None
+                and not session._reminders
+                and (hook_call is None or not plan.ends)  # type: ignore[union-attr]
+            ):
                 output, text = tool.finish(raw)
                 return CallResult(output, text, None, call_id, tool.fqid, entry.name)
             result = _result(ctx, raw)
@@ -201,12 +205,18 @@ async def run_call(
             result = from_exception(exc, entry, call_id)
     # 8. post-process
     if _parent is None:
-        result = await _post(session, ctx, args, result)
+        record = ctx._record
+        if record is not None and record.slots:
+            result = await _save(session, ctx, result)
+        if session._reminders:
+            result = session._remind(ctx, args, result)
     elif result.error is None:
         _parent.effective = result.effective_tool
     # 9. after
     if hook_call is not None:
         assert plan is not None
+        if not plan.ends:
+            return result
         if plan.synchronous:
             return plan.finish_now(hook_call, result)
         return await plan.finish(hook_call, result)
@@ -215,6 +225,8 @@ async def run_call(
 
 async def _after(plan: HookPlan, call: HookCall, result: CallResult) -> CallResult:
     """Step 9 for a call that ended early (refused, or invalid arguments)."""
+    if not plan.ends:
+        return result
     if plan.synchronous:
         return plan.finish_now(call, result)
     return await plan.finish(call, result)
@@ -240,24 +252,24 @@ def _result(ctx: Context, raw: Any) -> CallResult:
     return CallResult(output, text, None, ctx.call_id, effective, entry.name)
 
 
-async def _post(session: Session, ctx: Context, args: Any, result: CallResult) -> CallResult:
-    """Post-processing of a call from the host: save the state it touched, then append
-    reminders (not after a cancellation)."""
+async def _save(session: Session, ctx: Context, result: CallResult) -> CallResult:
+    """Save the state a call from the host touched (step 8); a conflict with another
+    writer turns a success into ``execution_error`` (nothing is lost: the other write
+    is kept)."""
     record = ctx._record
-    if record is not None and record.slots:
-        conflict = await session._state.persist(list(record.slots.values()))
-        if conflict is not None and result.error is None:
-            entry = ctx.entry
-            assert entry is not None
-            err = ToolError(
-                ErrorKind.EXECUTION_ERROR,
-                f"{entry.name} ran, but its state was changed by another process meanwhile: "
-                "its changes were not saved (the other process's were kept); try again",
-            )
-            result = error_result(err, entry, ctx.call_id)
-    if session._reminders:
-        return session._remind(ctx, args, result)
-    return result
+    assert record is not None
+    assert record.slots is not None
+    conflict = await session._state.persist(list(record.slots.values()))
+    if conflict is None or result.error is not None:
+        return result
+    entry = ctx.entry
+    assert entry is not None
+    err = ToolError(
+        ErrorKind.EXECUTION_ERROR,
+        f"{entry.name} ran, but its state was changed by another process meanwhile: "
+        "its changes were not saved (the other process's were kept); try again",
+    )
+    return error_result(err, entry, ctx.call_id)
 
 
 async def _run_locked(
