@@ -434,13 +434,13 @@ async def test_a_session_without_hooks_makes_no_hook_call(
 ) -> None:
     """No hooks: the pipeline never builds the hooks' view of a call (the fast path)."""
     made: list[object] = []
+    real = _pipeline._new_hook_call
 
-    class Spy(_pipeline.HookCall):  # type: ignore[misc]
-        def __init__(self, *args: Any) -> None:
-            made.append(args)
-            super().__init__(*args)
+    def spy(cls: Any) -> Any:
+        made.append(cls)
+        return real(cls)
 
-    monkeypatch.setattr(_pipeline, "HookCall", Spy)
+    monkeypatch.setattr(_pipeline, "_new_hook_call", spy)
     session = _toolset().session(workspace=tmp_path)
     await session.call("echo", {"text": "a"})
     assert made == []

@@ -63,6 +63,9 @@ Sink = Callable[[Progress], Awaitable[None] | None]
 """Where a streaming tool's progress goes: a plain or an async function."""
 
 
+_new_hook_call = HookCall.__new__
+
+
 class Abandoned(BaseException):
     """Thrown into a streamed call at its progress item when its consumer leaves early:
     the tool is stopped where it stands and the call is post-processed."""
@@ -140,7 +143,13 @@ async def run_call(
         if refused is not None:
             return refused
     elif plan is not None:
-        hook_call = HookCall(session, entry, call_id, 0 if _parent is None else _parent.depth + 1)
+        # HookCall(...) without its __init__ frame: this runs on every hooked call.
+        hook_call = _new_hook_call(HookCall)
+        hook_call.session = session
+        hook_call.entry = entry
+        hook_call.arguments = None
+        hook_call.call_id = call_id
+        hook_call.depth = 0 if _parent is None else _parent.depth + 1
         # 2. admit
         if plan.admit:
             if plan.synchronous:
