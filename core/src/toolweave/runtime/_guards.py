@@ -9,7 +9,6 @@ that is not read-only. Guards apply to every call, calls tools make included.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
@@ -21,8 +20,6 @@ if TYPE_CHECKING:
     from toolweave.runtime._session import Session
 
 __all__ = ["Guard", "GuardHook", "read_only_guard"]
-
-logger = logging.getLogger("toolweave")
 
 Guard = Callable[["Session", "ToolEntry"], "ToolError | None"]
 """``(session, entry) -> ToolError | None``: refuse a call with an error, or allow it."""

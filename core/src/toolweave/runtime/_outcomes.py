@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 __all__ = [
     "NOTHING",
     "after_result",
-    "drain",
     "error_result",
     "failure",
     "from_exception",
@@ -85,18 +84,3 @@ def after_result(name: str, item: Any) -> ToolError:
 
 
 NOTHING: Any = object()
-
-
-async def drain(agen: Any, name: str) -> Any:
-    """Run a tool's stream to its end without a consumer: the output, progress dropped."""
-    output = NOTHING
-    async for item in agen:
-        if output is not NOTHING:
-            # Close it here, inside whatever scopes the generator holds at its yield.
-            await agen.aclose()
-            raise after_result(name, item)
-        if not isinstance(item, Progress):
-            output = item
-    if output is NOTHING:
-        raise no_result(name)
-    return output

@@ -45,9 +45,6 @@ DEFAULT_TIMEOUT = 120.0
 """Seconds a call may run when neither the tool, its configuration nor the session
 says otherwise (local and external tools alike)."""
 
-MAX_DEPTH = 8
-"""How deeply meta-tools may nest calls through ``ctx.call``."""
-
 
 @final
 class Session:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, final
 
 import anyio.lowlevel
 
 from toolweave.results import CallResult, Progress
 from toolweave.runtime._deadline import Running
-from toolweave.runtime._pipeline import Abandoned, _Emit, emit, run_call
+from toolweave.runtime._pipeline import Abandoned, Sink, _Emit, emit, run_call
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ProgressCallback", "ToolStream"]
 
-ProgressCallback = Callable[[Progress], Awaitable[None] | None]
+ProgressCallback = Sink
 """Called with each progress item of a streaming tool called in blocking mode."""
 
 
