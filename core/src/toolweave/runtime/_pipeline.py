@@ -118,7 +118,7 @@ async def run_call(
     Returns:
         The result.
     """
-    # 1. resolve
+    # 1. resolve (Session.resolve, inlined: a method call per call is measurable here)
     try:
         entry = session.toolset._by_name.get(name) or session._external.get(name)
     except TypeError:  # an unhashable name
