@@ -29,7 +29,6 @@ from toolweave import (
     tool,
 )
 from toolweave.mcp import SessionServer
-from toolweave.runtime import _pipeline
 
 pytestmark = pytest.mark.anyio
 
@@ -429,24 +428,51 @@ async def test_deadline_and_cancel_behave_the_same_on_every_path(tmp_path: Any) 
     }
 
 
-async def test_a_session_without_hooks_makes_no_hook_call(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """No hooks: the pipeline never builds the hooks' view of a call (the fast path)."""
-    made: list[object] = []
-    real = _pipeline._new_hook_call
+async def test_the_hooks_view_of_a_call_is_the_tools_context(tmp_path: Any) -> None:
+    """No hooks: the tool gets a plain ``Context`` (the fast path builds nothing for
+    hooks). With a hook: the tool's context is the very ``HookCall`` the hook saw, with
+    the call's depth, so a call costs one object either way."""
+    seen: list[Any] = []
 
-    def spy(cls: Any) -> Any:
-        made.append(cls)
-        return real(cls)
+    @tool
+    def probe(ctx: Context, text: str) -> str:
+        """Record the context.
 
-    monkeypatch.setattr(_pipeline, "_new_hook_call", spy)
-    session = _toolset().session(workspace=tmp_path)
-    await session.call("echo", {"text": "a"})
-    assert made == []
-    session.add_hook(Recorder())
-    await session.call("echo", {"text": "a"})
-    assert len(made) == 1
+        Args:
+            text: Anything.
+        """
+        seen.append(ctx)
+        return text
+
+    @tool
+    async def outer(ctx: Context) -> str:
+        """Call probe from inside."""
+        result = await ctx.call("probe", {"text": "inner"})
+        return result.text
+
+    class Saw(CallHook):
+        def __init__(self) -> None:
+            self.calls: list[HookCall] = []
+
+        def before(self, call: HookCall) -> None:
+            self.calls.append(call)
+
+    builder = ToolSetBuilder()
+    builder.add(probe)
+    builder.add(outer)
+    session = builder.build().session(workspace=tmp_path)
+    await session.call("probe", {"text": "a"})
+    assert type(seen[0]) is Context
+    saw = Saw()
+    session.add_hook(saw)
+    await session.call("probe", {"text": "b"})
+    assert seen[1] is saw.calls[0]
+    assert isinstance(seen[1], HookCall)
+    assert saw.calls[0].arguments == {"text": "b"}
+    await session.call("outer", {})
+    assert [c.name for c in saw.calls] == ["probe", "outer", "probe"]
+    assert [c.depth for c in saw.calls] == [0, 0, 1]
+    assert seen[2] is saw.calls[2]
 
 
 async def test_a_stop_waits_for_the_tools_shielded_scope(tmp_path: Any) -> None:

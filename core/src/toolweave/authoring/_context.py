@@ -55,11 +55,11 @@ class CallRecord:
         root.slots[slot.model] = slot
 
 
-@final
 class Context:
     """What a running tool can see: its session's resources, its params, its call.
 
-    One is created per call; tools should not keep it after the call returns.
+    One is created per call; tools should not keep it after the call returns. In a
+    session with call hooks it is the call's :class:`~toolweave.HookCall`.
 
     Attributes:
         session: The session the call belongs to.

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from pydantic import ValidationError
 
+from toolweave.authoring._context import Context
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.results import CallResult
 from toolweave.runtime._outcomes import error_result
@@ -105,8 +106,9 @@ class CallHook:
 
 
 @final
-class HookCall:
-    """One call as hooks see it.
+class HookCall(Context):
+    """One call as hooks see it: the call's :class:`~toolweave.Context` (the tool runs
+    with this very object), plus the validated arguments.
 
     Attributes:
         session: The session the call runs in.
@@ -118,14 +120,15 @@ class HookCall:
         depth: 0 for a call from the host, 1 and more for calls tools make.
     """
 
-    __slots__ = ("arguments", "call_id", "depth", "entry", "session")
+    __slots__ = ("arguments",)
+    entry: ToolEntry
 
-    def __init__(self, session: Session, entry: ToolEntry, call_id: str | None, depth: int) -> None:
+    def __init__(self, session: Session, entry: ToolEntry, call_id: str | None) -> None:
         self.session = session
         self.entry = entry
-        self.arguments: Any = None
         self.call_id = call_id
-        self.depth = depth
+        self._record = None
+        self.arguments: Any = None
 
     @property
     def name(self) -> str:
@@ -133,7 +136,7 @@ class HookCall:
         return self.entry.name
 
     def __repr__(self) -> str:
-        return f"<HookCall {self.entry.name} call_id={self.call_id!r} depth={self.depth}>"
+        return f"<HookCall {self.name} call_id={self.call_id!r} depth={self.depth}>"
 
 
 _Step = tuple[CallHook, Callable[..., Any], bool]
@@ -168,7 +171,8 @@ class HookPlan:
         """Some hook has an ``after`` or ``on_error`` step."""
         every = self.admit + self.before + self.after + self.on_error
         self.synchronous = not any(is_async for _, _, is_async in every)
-        """No step needs ``await``: the pipeline calls the ``*_now`` methods."""
+        """No step needs ``await``: the pipeline runs the steps itself, without a
+        coroutine."""
         only_guards = every and all(hook.guard is not None for hook, _, _ in every)
         self.guards: tuple[tuple[CallHook, Callable[..., Any]], ...] = (
             tuple((hook, hook.guard) for hook, _, _ in self.admit) if only_guards else ()  # type: ignore[misc]
@@ -182,22 +186,9 @@ class HookPlan:
             try:
                 refusal = fn(session, entry)
             except Exception as exc:
-                refusal = _check_failed(hook, entry, exc)
+                refusal = check_failed(hook, entry, exc)
             if refusal is not None:
                 return error_result(refusal, entry, call_id)
-        return None
-
-    def check_now(self, call: HookCall, steps: tuple[_Step, ...]) -> CallResult | None:
-        """:meth:`check` for plans whose steps are all plain functions (no ``await``)."""
-        for hook, fn, _ in steps:
-            try:
-                verdict = fn(call)
-            except Exception as exc:
-                verdict = _check_failed(hook, call.entry, exc)
-            if verdict is not None:
-                stop = _apply(hook, call, verdict)
-                if stop is not _GO_ON:
-                    return stop
         return None
 
     async def check(self, call: HookCall, steps: tuple[_Step, ...]) -> CallResult | None:
@@ -209,10 +200,10 @@ class HookPlan:
                 if is_async:
                     verdict = await verdict
             except Exception as exc:
-                verdict = _check_failed(hook, call.entry, exc)
+                verdict = check_failed(hook, call.entry, exc)
             if verdict is not None:
-                stop = _apply(hook, call, verdict)
-                if stop is not _GO_ON:
+                stop = apply_verdict(hook, call, verdict)
+                if stop is not None:
                     return stop
         return None
 
@@ -246,16 +237,13 @@ class HookPlan:
         return result
 
 
-_GO_ON: Any = object()
-
-
 def _refusal(entry: ToolEntry) -> ToolError:
     return ToolError(
         ErrorKind.PERMISSION_DENIED, f"{entry.name} cannot run now: a safety check failed."
     )
 
 
-def _check_failed(hook: CallHook, entry: ToolEntry, exc: Exception) -> ToolError | None:
+def check_failed(hook: CallHook, entry: ToolEntry, exc: Exception) -> ToolError | None:
     """The verdict of an ``admit``/``before`` step (or a guard) that raised ``exc``."""
     if isinstance(exc, ToolError):
         return exc
@@ -263,9 +251,10 @@ def _check_failed(hook: CallHook, entry: ToolEntry, exc: Exception) -> ToolError
     return _refusal(entry) if hook.fail_closed else None
 
 
-def _apply(hook: CallHook, call: HookCall, verdict: Any) -> CallResult | None:
+def apply_verdict(hook: CallHook, call: HookCall, verdict: Any) -> CallResult | None:
     """Act on a step's verdict: the result that ends the call (a refusal, or invalid
-    rewritten arguments), or ``_GO_ON``."""
+    rewritten arguments), or ``None`` to go on (rewritten arguments are set on
+    ``call``)."""
     entry = call.entry
     if isinstance(verdict, ToolError):
         return error_result(verdict, entry, call.call_id)
@@ -274,11 +263,11 @@ def _apply(hook: CallHook, call: HookCall, verdict: Any) -> CallResult | None:
             call.arguments = entry.parse(dict(verdict))
         except (ValidationError, ToolError) as exc:
             return error_result(exc, entry, call.call_id)
-        return _GO_ON  # type: ignore[no-any-return]
+        return None
     logger.error("call hook %s returned %r; refusing %s", _label(hook), verdict, entry.name)
     if hook.fail_closed:
         return error_result(_refusal(entry), entry, call.call_id)
-    return _GO_ON  # type: ignore[no-any-return]
+    return None
 
 
 def _finish_failed(hook: CallHook, call: HookCall, result: CallResult) -> CallResult:

@@ -37,7 +37,7 @@ from toolweave.authoring._context import CallRecord, Context
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.results import CallResult, Progress
 from toolweave.runtime._deadline import Running, Stopped, drive
-from toolweave.runtime._hooks import HookCall, HookPlan
+from toolweave.runtime._hooks import HookCall, HookPlan, apply_verdict, check_failed
 from toolweave.runtime._outcomes import (
     NOTHING,
     after_result,
@@ -62,8 +62,6 @@ MAX_DEPTH = 8
 Sink = Callable[[Progress], Awaitable[None] | None]
 """Where a streaming tool's progress goes: a plain or an async function."""
 
-
-_new_hook_call = HookCall.__new__
 
 
 class Abandoned(BaseException):
@@ -143,21 +141,26 @@ async def run_call(
         if refused is not None:
             return refused
     elif plan is not None:
-        # HookCall(...) without its __init__ frame: this runs on every hooked call.
-        hook_call = _new_hook_call(HookCall)
-        hook_call.session = session
-        hook_call.entry = entry
-        hook_call.arguments = None
-        hook_call.call_id = call_id
-        hook_call.depth = 0 if _parent is None else _parent.depth + 1
+        # The hooks' view of the call is the call's context: one object per call.
+        hook_call = HookCall(session, entry, call_id)
+        if _parent is not None:
+            hook_call._record = CallRecord(_parent)
         # 2. admit
         if plan.admit:
-            if plan.synchronous:
-                refused = plan.check_now(hook_call, plan.admit)
+            if plan.synchronous:  # plan.check, inlined: no coroutine, no frame
+                for hook, fn, _ in plan.admit:
+                    try:
+                        verdict = fn(hook_call)
+                    except Exception as exc:
+                        verdict = check_failed(hook, entry, exc)
+                    if verdict is not None:
+                        refused = apply_verdict(hook, hook_call, verdict)
+                        if refused is not None:
+                            return await _after(plan, hook_call, refused)
             else:
                 refused = await plan.check(hook_call, plan.admit)
-            if refused is not None:
-                return await _after(plan, hook_call, refused)
+                if refused is not None:
+                    return await _after(plan, hook_call, refused)
     # 3. validate
     try:
         args = entry.parse(arguments)
@@ -172,16 +175,27 @@ async def run_call(
         assert plan is not None
         hook_call.arguments = args
         if plan.before:
-            if plan.synchronous:
-                refused = plan.check_now(hook_call, plan.before)
+            if plan.synchronous:  # as in step 2
+                for hook, fn, _ in plan.before:
+                    try:
+                        verdict = fn(hook_call)
+                    except Exception as exc:
+                        verdict = check_failed(hook, entry, exc)
+                    if verdict is not None:
+                        refused = apply_verdict(hook, hook_call, verdict)
+                        if refused is not None:
+                            return await _after(plan, hook_call, refused)
             else:
                 refused = await plan.check(hook_call, plan.before)
-            if refused is not None:
-                return await _after(plan, hook_call, refused)
+                if refused is not None:
+                    return await _after(plan, hook_call, refused)
             args = hook_call.arguments
-    ctx = Context(session, entry, call_id)
-    if _parent is not None:
-        ctx._record = CallRecord(_parent)
+    if hook_call is None:
+        ctx = Context(session, entry, call_id)
+        if _parent is not None:
+            ctx._record = CallRecord(_parent)
+    else:
+        ctx = hook_call
     tool = entry.tool
     # 5.-7. lock, execute, finish
     if tool.streaming and (on_progress is not None or tool.invoke is None):
