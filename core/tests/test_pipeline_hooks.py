@@ -534,3 +534,30 @@ async def test_error_text_is_valid_utf8_whatever_the_tool_raised(tmp_path: Any) 
         assert result.error is not None
         result.text.encode("utf-8")
         result.model_text.encode("utf-8")
+
+
+async def test_refresh_hooks_asks_applies_to_again(tmp_path: Any) -> None:
+    """``applies_to`` is asked once per entry; ``refresh_hooks`` makes the session ask
+    again on the next call, so a hook can follow a mode that changes."""
+    asked: list[str] = []
+
+    class WhenOn(CallHook):
+        on = False
+
+        def applies_to(self, entry: Any) -> bool:
+            asked.append(entry.name)
+            return self.on
+
+        def admit(self, call: HookCall) -> ToolError:
+            return ToolError(ErrorKind.PERMISSION_DENIED, "off limits")
+
+    hook = WhenOn()
+    session = _toolset().session(workspace=tmp_path, hooks=[hook])
+    assert (await session.call("echo", {"text": "a"})).error is None
+    hook.on = True
+    assert (await session.call("echo", {"text": "b"})).error is None  # compiled while off
+    assert asked == ["echo"]
+    session.refresh_hooks()
+    refused = await session.call("echo", {"text": "c"})
+    assert refused.error is not None and refused.error.kind is ErrorKind.PERMISSION_DENIED
+    assert asked == ["echo", "echo"]

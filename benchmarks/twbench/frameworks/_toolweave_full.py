@@ -42,7 +42,7 @@ BUILTIN_PACKS = ("fs", "plan", "search", "shell")
 HOST_NOTE = (
     'load_packs(include=["fs", "plan", "search", "shell"], strict=True).builder() + the '
     "host tool(s) added to it -> build() -> toolset.session(workspace=tmp) (todo reminder, "
-    "plan-mode guard, default state store)"
+    "plan-mode hook, default state store)"
 )
 """What "with the built-in packs" means, for the tables."""
 

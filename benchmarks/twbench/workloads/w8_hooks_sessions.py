@@ -107,7 +107,7 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
     rows["toolweave-packs"] = Row(
         "toolweave-packs",
         "toolweave",
-        "with the built-in packs: their hooks (plan-mode guard) only",
+        "with the built-in packs: their hooks (plan-mode hook, plan mode off) only",
         f"Session.call(name, raw JSON, call_id); {HOST_NOTE}",
     )
     cases.append(Case("toolweave-packs", loop_of(invoke, RAW_ARGS)))

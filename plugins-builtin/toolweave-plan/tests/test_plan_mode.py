@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from toolweave import ConfigError, Context, ErrorKind, Kind, PackManager, Session, Workspace, tool
-from toolweave_plan import PlanModeState, pack, set_plan_mode
+from toolweave_plan import PlanModeHook, PlanModeState, pack, set_plan_mode
 
 pytestmark = pytest.mark.anyio
 
@@ -103,8 +103,26 @@ async def test_enter_plan_requires_exit_plan(workspace: Path) -> None:
 
 
 async def test_no_guard_without_plan_tools(workspace: Path) -> None:
-    """A set that cannot leave plan mode gets no plan-mode guard."""
+    """A set that cannot leave plan mode gets no plan-mode hook."""
     session = make_session(workspace, ["todo_write", "write_note"])
-    assert session.guards == ()
+    assert session.hooks == ()
     with_plan = make_session(workspace)
-    assert len(with_plan.guards) == 1
+    assert [type(hook) for hook in with_plan.hooks] == [PlanModeHook]
+
+
+async def test_the_hook_applies_only_to_writers_while_plan_mode_is_on(workspace: Path) -> None:
+    """The plan-mode hook is compiled for tools that are not read-only, and only while
+    the mode is on: a call made before the mode was turned on does not keep a writer
+    free once it is on (the mode's switches recompile the session's hooks)."""
+    session = make_session(workspace)
+    (hook,) = session.hooks
+    entries = {entry.name: entry for entry in session.toolset.entries}
+    assert not hook.applies_to(entries["write_note"])
+    assert (await session.call("write_note", {"text": "a"})).error is None
+    await session.call("enter_plan", {})
+    assert hook.applies_to(entries["write_note"])
+    assert not hook.applies_to(entries["read_note"])
+    assert (await session.call("write_note", {"text": "b"})).error is not None
+    await session.call("exit_plan", {"plan": "1. write"})
+    assert not hook.applies_to(entries["write_note"])
+    assert (await session.call("write_note", {"text": "c"})).error is None

@@ -162,6 +162,12 @@ class Context:
             UsageError: The tool does not declare ``model``, or ``model`` is not a
                 pydantic model with defaults for every field.
         """
+        try:
+            finished = self._finished
+        except AttributeError:  # set only after the tool ended (unset slots raise)
+            finished = False
+        if finished:  # a reminder: the call's state is saved already, nothing to record
+            return self.session.state.get(model)
         self._check_state(model)
         slot = self.session.state.slot(model)
         self._call_record().touch(slot)

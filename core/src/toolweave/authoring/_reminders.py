@@ -247,7 +247,7 @@ def wrap_reminder(fragment: str) -> str:
 
 def apply_reminders(reminders: Sequence[Reminder], ctx: Context, call: CallInfo, text: str) -> str:
     """``text`` followed by every fragment the ``reminders`` collect for ``call``."""
-    parts: list[str] = []
+    parts: list[str] | None = None
     for rem in reminders:
         try:
             got = rem.collect(ctx, call)
@@ -267,7 +267,9 @@ def apply_reminders(reminders: Sequence[Reminder], ctx: Context, call: CallInfo,
                     "reminder %r returned %s, not text; skipped", rem.id, type(fragment).__name__
                 )
             elif fragment.strip():
+                if parts is None:
+                    parts = []
                 parts.append(wrap_reminder(fragment))
-    if not parts:
+    if parts is None:
         return text
     return "\n\n".join([text, *parts]) if text else "\n\n".join(parts)

@@ -177,19 +177,9 @@ class HookPlan:
         self.guards: tuple[tuple[CallHook, Callable[..., Any]], ...] = (
             tuple((hook, hook.guard) for hook, _, _ in self.admit) if only_guards else ()  # type: ignore[misc]
         )
-        """When the plan is only guards: their functions, called without a
-        :class:`HookCall` (the plan mode of the plan pack costs a function call)."""
-
-    def guard(self, session: Session, entry: ToolEntry, call_id: str | None) -> CallResult | None:
-        """Run a guards-only plan: the first refusal's result, else ``None``."""
-        for hook, fn in self.guards:
-            try:
-                refusal = fn(session, entry)
-            except Exception as exc:
-                refusal = check_failed(hook, entry, exc)
-            if refusal is not None:
-                return error_result(refusal, entry, call_id)
-        return None
+        """When the plan is only guards: their functions, which the pipeline calls
+        without a :class:`HookCall` (the plan mode of the plan pack costs a function
+        call)."""
 
     async def check(self, call: HookCall, steps: tuple[_Step, ...]) -> CallResult | None:
         """Run ``admit`` or ``before`` steps in order; a result when the call is refused

@@ -15,7 +15,7 @@ a parent call). In order:
    to the sink; on event loops other than asyncio, inside a cancel scope;
 7. **finish**: the output through the tool's declared type, the model's text;
 8. **post-process** (calls from the host): save the state the call touched, append
-   reminders;
+   reminders (not to a cancelled call's result);
 9. **after**: the hooks' ``after`` or ``on_error`` steps.
 
 A session without hooks skips 2, 4 and 9 with one test each; a call that neither
@@ -34,6 +34,7 @@ import anyio
 from pydantic import ValidationError
 
 from toolweave.authoring._context import CallRecord, Context
+from toolweave.authoring._reminders import CallInfo, apply_reminders
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.results import CallResult, Progress
 from toolweave.runtime._deadline import Running, Stopped, drive
@@ -62,6 +63,7 @@ MAX_DEPTH = 8
 Sink = Callable[[Progress], Awaitable[None] | None]
 """Where a streaming tool's progress goes: a plain or an async function."""
 
+_new_call_info = CallInfo.__new__
 
 
 class Abandoned(BaseException):
@@ -137,9 +139,13 @@ async def run_call(
             plan = session._compile(entry)
     hook_call: HookCall | None = None
     if plan is not None and plan.guards:
-        refused = plan.guard(session, entry, call_id)
-        if refused is not None:
-            return refused
+        for guard_hook, guard in plan.guards:  # plan.guard, inlined
+            try:
+                refusal = guard(session, entry)
+            except Exception as exc:
+                refusal = check_failed(guard_hook, entry, exc)
+            if refusal is not None:
+                return error_result(refusal, entry, call_id)
     elif plan is not None:
         # The hooks' view of the call is the call's context: one object per call.
         hook_call = HookCall(session, entry, call_id)
@@ -216,14 +222,13 @@ async def run_call(
                     raw = await _wait(session, coro, pending, entry, call_id, None)
             else:
                 raw = tool.invoke(ctx, args)  # type: ignore[misc]
-            if (
-                ctx._record is None
-                and not session._reminders
-                and (hook_call is None or not plan.ends)  # type: ignore[union-attr]
-            ):
+            if ctx._record is None and (hook_call is None or not plan.ends):  # type: ignore[union-attr]
                 output, text = tool.finish(raw)
-                return CallResult(output, text, None, call_id, tool.fqid, entry.name)
-            result = _result(ctx, raw)
+                result = CallResult(output, text, None, call_id, tool.fqid, entry.name)
+                if not session._reminders:
+                    return result
+            else:
+                result = _result(ctx, raw)
         except Exception as exc:
             result = from_exception(exc, entry, call_id)
     # 8. post-process
@@ -231,8 +236,15 @@ async def run_call(
         record = ctx._record
         if record is not None and record.slots:
             result = await _save(session, ctx, result)
-        if session._reminders:
-            result = session._remind(ctx, args, result)
+        reminders = session._reminders
+        if reminders and (result.error is None or result.error.kind is not ErrorKind.CANCELLED):
+            ctx._finished = True  # reminders may read any state now
+            info = _new_call_info(CallInfo)  # CallInfo(...) without its __init__ frame
+            info.name = entry.name
+            info.tool = result.effective_tool or tool.fqid
+            info.args = args
+            info.result = result
+            result.text = apply_reminders(reminders, ctx, info, result.text)
     elif result.error is None:
         _parent.effective = result.effective_tool
     # 9. after

@@ -13,7 +13,6 @@ import anyio
 import anyio.from_thread
 
 from toolweave.authoring._context import Context
-from toolweave.authoring._reminders import CallInfo, apply_reminders
 from toolweave.authoring._tool import Tool
 from toolweave.catalog._toolset import ToolEntry, set_session_factory
 from toolweave.errors import ErrorKind, StateConflict, UsageError
@@ -299,6 +298,15 @@ class Session:
         self._plans.clear()
         return found
 
+    def refresh_hooks(self) -> None:
+        """Compile the hooks again: each entry's plan is rebuilt on its next call.
+
+        Hooks are compiled once per entry, so a hook's ``applies_to`` is asked once.
+        Call this when what it answers from has changed (a mode turned on, a role or an
+        entry's status changed); calls already running keep the plan they started with.
+        """
+        self._plans.clear()
+
     @property
     def hooks(self) -> tuple[CallHook, ...]:
         """The call hooks (guards included, as :class:`GuardHook`), in the order they run."""
@@ -567,17 +575,6 @@ class Session:
         else:
             self._inline = True
         return self._inline
-
-    def _remind(self, ctx: Context, args: Any, result: CallResult) -> CallResult:
-        """Append the active reminders to ``result``'s text (not after a cancellation)."""
-        if result.error is not None and result.error.kind == ErrorKind.CANCELLED:
-            return result
-        entry = ctx.entry
-        assert entry is not None
-        info = CallInfo(entry.name, result.effective_tool or entry.tool.fqid, args, result)
-        ctx._finish()
-        result.text = apply_reminders(self._reminders, ctx, info, result.text)
-        return result
 
     async def call_many(
         self, calls: Iterable[CallLike], *, limit: int | None = None

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from toolweave import Resources, Session, ToolSetBuilder, hookimpl
+from toolweave import CallHook, Session, ToolSetBuilder, hookimpl
 
 from toolweave_plan._ask_user import AskUser
-from toolweave_plan._plan_mode import EnterPlan, ExitPlan, plan_mode_guard
+from toolweave_plan._plan_mode import EnterPlan, ExitPlan, PlanModeHook
 from toolweave_plan._reminder import TodoReminder
 from toolweave_plan._todos import TodoRead, TodoWrite
 
@@ -27,8 +27,9 @@ def register_reminders(builder: ToolSetBuilder) -> None:
 
 
 @hookimpl
-def provide_resources(resources: Resources, session: Session) -> None:
-    """Guard the session's calls with plan mode, when the set can leave plan mode."""
+def provide_call_hooks(session: Session) -> list[CallHook]:
+    """Plan mode's hook for the session, when the set can leave plan mode."""
     fqid = f"{ExitPlan.namespace}:{ExitPlan.id}"
     if any(entry.tool.fqid == fqid for entry in session.toolset.entries):
-        session.add_guard(plan_mode_guard)
+        return [PlanModeHook(session)]
+    return []

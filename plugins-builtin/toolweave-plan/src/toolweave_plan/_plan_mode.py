@@ -8,13 +8,15 @@ persisted session state (:class:`PlanModeState`), so a restarted host keeps it.
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import ClassVar, final
 
 from pydantic import BaseModel, Field
 from toolweave import (
+    CallHook,
     Capabilities,
     Context,
     ErrorKind,
+    HookCall,
     Kind,
     Session,
     Tool,
@@ -28,6 +30,7 @@ __all__ = [
     "EnterPlanArgs",
     "ExitPlan",
     "ExitPlanArgs",
+    "PlanModeHook",
     "PlanModeResult",
     "PlanModeState",
     "plan_mode_guard",
@@ -60,7 +63,7 @@ def _client_name(session: Session, fqid: str, fallback: str) -> str:
 def plan_mode_guard(session: Session, entry: ToolEntry) -> ToolError | None:
     """The call guard of plan mode: refuses tools that are not read-only while it is on.
 
-    The pack adds it to every session (``session.add_guard``).
+    :class:`PlanModeHook` runs it (a host may also ``session.add_guard`` it).
     """
     if entry.read_only or not session.state.get(PlanModeState).active:
         return None
@@ -73,11 +76,36 @@ def plan_mode_guard(session: Session, entry: ToolEntry) -> ToolError | None:
     )
 
 
+@final
+class PlanModeHook(CallHook):
+    """Plan mode as a call hook of one session: :func:`plan_mode_guard` as its ``admit``
+    step, compiled only for tools that are not read-only and only while plan mode is on,
+    so calls cost nothing for plan mode while it is off.
+
+    Whatever turns the mode on or off (``enter_plan``, ``exit_plan``,
+    :func:`set_plan_mode`) calls ``session.refresh_hooks()``.
+    """
+
+    name = "plan_mode"
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def applies_to(self, entry: ToolEntry) -> bool:
+        """Tools that are not read-only, while plan mode is on."""
+        return not entry.read_only and self._session.state.get(PlanModeState).active
+
+    def admit(self, call: HookCall) -> ToolError | None:
+        """Refuse the call while plan mode is on."""
+        return plan_mode_guard(call.session, call.entry)
+
+
 async def set_plan_mode(session: Session, active: bool) -> None:
     """Turn plan mode on or off from the host (e.g. a "plan first" switch) and save it."""
     state = session.state.get(PlanModeState)
     state.active = active
     state.entered_at = time.time() if active else state.entered_at
+    session.refresh_hooks()
     await session.save_state()
 
 
@@ -137,6 +165,7 @@ changes, or for pure research and questions (those change nothing anyway)."""
             )
         state.active = True
         state.entered_at = time.time()
+        ctx.session.refresh_hooks()
         return PlanModeResult(
             active=True,
             changed=True,
@@ -189,6 +218,7 @@ on a task that was not planned."""
                 message="Plan mode was not on; the plan was recorded. Go ahead with it.",
             )
         state.active = False
+        ctx.session.refresh_hooks()
         return PlanModeResult(
             active=False,
             changed=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolweave import Context
+from toolweave import Context, ToolSet
 from toolweave.authoring import CallInfo, Reminder
 
 from toolweave_plan._todos import TodoParams, TodoState, TodoWrite, render_todos
@@ -20,21 +20,27 @@ class _TodoTarget:
     params: TodoParams
 
 
-def _todo_entry_params(ctx: Context) -> tuple[str, TodoParams]:
-    """The client name and effective params of ``todo_write`` in the session's set
-    (found once per session: the set is immutable)."""
-    session = ctx.session
-    found = session.get_resource(_TodoTarget)
-    if found is None:
-        fqid = f"{TodoWrite.namespace}:{TodoWrite.id}"
-        found = _TodoTarget(TodoWrite.id, TodoParams())
-        for entry in session.toolset.entries:
-            if entry.tool.fqid == fqid:
-                params = entry.params if isinstance(entry.params, TodoParams) else TodoParams()
-                found = _TodoTarget(entry.name, params)
-                break
-        session.set_resource(found)
-    return found.name, found.params
+@dataclass(slots=True)
+class _Count:
+    """Calls of a session since its list was written (a session resource).
+
+    Counted here rather than in :class:`TodoState`, whose ``calls_since_update`` is set
+    when the reminder speaks: a call costs an addition, not a write to the state.
+    """
+
+    calls: int
+
+
+_TODO_WRITE = f"{TodoWrite.namespace}:{TodoWrite.id}"
+
+
+def _todo_target(toolset: ToolSet) -> _TodoTarget:
+    """The client name and effective params of ``todo_write`` in ``toolset``."""
+    for entry in toolset.entries:
+        if entry.tool.fqid == _TODO_WRITE:
+            params = entry.params if isinstance(entry.params, TodoParams) else TodoParams()
+            return _TodoTarget(entry.name, params)
+    return _TodoTarget(TodoWrite.id, TodoParams())
 
 
 class TodoReminder(Reminder):
@@ -48,19 +54,36 @@ class TodoReminder(Reminder):
     id = "plan.todos"
     requires = "tool:plan:todo_write"
 
+    def __init__(self) -> None:
+        self._last: tuple[ToolSet, _TodoTarget] | None = None
+        """The target in the set of the last call (sets are immutable; most hosts have one)."""
+
     def collect(self, ctx: Context, call: CallInfo) -> str | None:
         """Update the count after ``call``; return a reminder when one is due."""
-        name, params = _todo_entry_params(ctx)
-        state = ctx.state(TodoState)
-        if call.tool == f"{TodoWrite.namespace}:{TodoWrite.id}":
+        session = ctx.session
+        toolset = session.toolset
+        last = self._last
+        if last is not None and last[0] is toolset:
+            target = last[1]
+        else:
+            target = _todo_target(toolset)
+            self._last = (toolset, target)
+        count = session.resources.get(_Count)
+        if count is None:
+            count = _Count(session.state.get(TodoState).calls_since_update)
+            session.set_resource(count)
+        if call.tool == _TODO_WRITE:
             if call.result.error is None:
-                state.calls_since_update = 0
+                count.calls = 0  # todo_write saved 0 in the state itself
             return None
-        state.calls_since_update += 1
-        every = params.remind_after_calls
-        calls = state.calls_since_update
+        count.calls += 1
+        every = target.params.remind_after_calls
+        calls = count.calls
         if every <= 0 or calls % every:
             return None
+        name = target.name
+        state = session.state.get(TodoState)
+        state.calls_since_update = calls  # saved with the state's next save
         unfinished = [t for t in state.todos if t.status != "completed"]
         if unfinished:
             return (
