@@ -369,6 +369,46 @@ def test_sessions_that_use_no_state_create_no_file(tmp_path: Path) -> None:
     assert not (tmp_path / ".toolweave").exists()
 
 
+async def test_reading_state_in_a_new_workspace_creates_no_database(tmp_path: Path) -> None:
+    """Calls that only read state open no database file; the first save creates it and
+    later sessions read what it holds."""
+    session = toolset().session(workspace=tmp_path, session_id="r")
+    assert (await session.call("peek", {"n": 0})).text == "0"
+    assert (await session.call("peek", {"n": 0})).text == "0"
+    assert not default_state_path(tmp_path).exists()
+    assert (await session.call("add", {"n": 5})).text == "1"
+    assert default_state_path(tmp_path).exists()
+    assert stored(tmp_path, "r") == {"test.tally": {"items": [5], "reads": 0}}
+    later = toolset().session(workspace=tmp_path, session_id="r")
+    assert (await later.call("peek", {"n": 0})).text == "1"
+
+
+def test_a_store_whose_file_another_writer_creates_sees_it(tmp_path: Path) -> None:
+    """A store opened before its file exists reads nothing and creates nothing; once
+    another store (another process) creates the file, its revision moves and it reads
+    what was saved; its own first save works as on any file."""
+    path = tmp_path / "late" / "state.db"
+    early = SQLiteStateStore(path)
+    other: SQLiteStateStore | None = None
+    try:
+        assert early.load("s") == {}
+        before = early.revision()
+        assert early.revision() == before
+        assert not path.exists()
+        other = SQLiteStateStore(path)
+        other.save("s", {"k": "1"})
+        assert early.revision() != before
+        assert early.load("s") == {"k": StoredState("1", 1)}
+        assert early.save("s", {"k": "2"}, expected={"k": 1}) == {"k": 2}
+        assert other.load("s") == {"k": StoredState("2", 2)}
+    finally:
+        early.close()
+        if other is not None:
+            other.close()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        early.load("s")
+
+
 # -- versions and compare-and-set (every store) -------------------------------------------
 
 

@@ -114,6 +114,9 @@ class SQLiteStateStore:
     state in memory). Errors that are not about the file's content (a read-only folder,
     a lock held too long) are raised.
 
+    A missing file is created by the first save, not before: reading a store that
+    holds nothing yet (a session's first calls in a new workspace) opens no database.
+
     Args:
         path: The database file; its folder is created when missing.
         busy_timeout: Seconds to wait for another process's write lock.
@@ -127,10 +130,12 @@ class SQLiteStateStore:
         self._identity: tuple[int, int] | None = None
         self._writes = 0
         """Saves through this store (``PRAGMA data_version`` does not count them)."""
+        self._closed = False
         self._finalizer = weakref.finalize(self, _close_quietly, self._holder)
         self._prepare_folder()
-        with exclusive(self._lock_path, busy_timeout):
-            self._holder[0] = self._open_locked()
+        if self.path.exists():
+            with exclusive(self._lock_path, busy_timeout):
+                self._holder[0] = self._open_locked()
 
     @classmethod
     def shared(cls, path: str | Path) -> SQLiteStateStore:
@@ -138,7 +143,7 @@ class SQLiteStateStore:
         key = Path(path).absolute()
         with _shared_lock:
             store = _shared.get(key)
-            if store is None or store._holder[0] is None:
+            if store is None or store._closed:
                 store = cls(key)
                 _shared[key] = store
             return store
@@ -284,10 +289,18 @@ class SQLiteStateStore:
         self._holder[0] = conn
         return conn
 
-    def _conn(self) -> sqlite3.Connection:
+    def _conn(self, create: bool) -> sqlite3.Connection | None:
+        """The connection; ``None`` when the file does not exist yet and ``create`` is
+        false (nothing is stored then). Called with ``self._lock`` held."""
         conn = self._holder[0]
-        if conn is None:
+        if conn is not None:
+            return conn
+        if self._closed:
             raise sqlite3.ProgrammingError(f"state store {self.path} is closed")
+        if not create and not self.path.exists():
+            return None
+        with exclusive(self._lock_path, self.busy_timeout):
+            conn = self._holder[0] = self._open_locked()
         return conn
 
     # -- the interface --------------------------------------------------------------
@@ -299,7 +312,9 @@ class SQLiteStateStore:
         commits, with a count of this store's own saves and reconnections.
         Raises as :meth:`load` does."""
         with self._lock:
-            conn = self._conn()
+            conn = self._conn(False)
+            if conn is None:
+                return (0, self._writes)
             try:
                 row = conn.execute("PRAGMA data_version").fetchone()
             except sqlite3.DatabaseError as exc:
@@ -319,7 +334,9 @@ class SQLiteStateStore:
             params.extend(keys)
             sql += f" AND key IN ({', '.join('?' * len(keys))})"
         with self._lock:
-            conn = self._conn()
+            conn = self._conn(False)
+            if conn is None:
+                return {}
             for attempt in (1, 2):
                 try:
                     rows = conn.execute(sql, params).fetchall()
@@ -344,7 +361,8 @@ class SQLiteStateStore:
         if not changes:
             return {}
         with self._lock:
-            conn = self._conn()
+            conn = self._conn(True)
+            assert conn is not None
             self._writes += 1  # before: a failed or refused save may have changed nothing
             for attempt in (1, 2):
                 try:
@@ -403,4 +421,5 @@ class SQLiteStateStore:
     def close(self) -> None:
         """Close the database connection."""
         with self._lock:
+            self._closed = True
             _close_quietly(self._holder)
