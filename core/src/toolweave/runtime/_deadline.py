@@ -26,15 +26,10 @@ asyncio only; on other event loops the dispatcher runs the whole call in a cance
 from __future__ import annotations
 
 import asyncio
+import sys
 import types
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any
-
-_task_states: Any
-try:  # anyio's record of each task's cancel scopes (asyncio backend)
-    from anyio._backends._asyncio import _task_states
-except ImportError:  # pragma: no cover - an anyio without it: shields are not seen
-    _task_states = None
 
 __all__ = ["REPEAT", "Running", "Stopped", "drive"]
 
@@ -68,10 +63,15 @@ class Running:
 
 
 def _scope_of(task: asyncio.Task[Any] | None) -> Any:
-    """The innermost anyio cancel scope ``task`` is in, or ``None``."""
-    if task is None or _task_states is None:
+    """The innermost anyio cancel scope ``task`` is in, or ``None``.
+
+    Read from anyio's record of each task's scopes (its asyncio backend, which anyio
+    imports when it first runs there: until then no task is in an anyio scope)."""
+    backend = sys.modules.get("anyio._backends._asyncio")
+    states = getattr(backend, "_task_states", None)
+    if task is None or states is None:
         return None
-    state = _task_states.get(task)
+    state = states.get(task)
     return None if state is None else state.cancel_scope
 
 
