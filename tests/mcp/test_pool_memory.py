@@ -33,6 +33,8 @@ class Remote:
         self.page_size = page_size
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.hang_lists = False
+        self.holding = anyio.Event()
+        """Set when a ``hold*`` call arrives (the first one of each name never answers)."""
         self.bus = InMemorySubscriptionBus()
         self.server = Server(
             "remote",
@@ -73,6 +75,10 @@ class Remote:
             return types.CallToolResult(content=[*text, image])
         if params.name == "refuse":
             raise MCPError(-32050, "quota exceeded")
+        if params.name.startswith("hold"):
+            self.holding.set()
+            if [name for name, _ in self.calls].count(params.name) == 1:
+                await anyio.sleep_forever()
         if params.name == "slow":
             for step in range(1, 3):
                 await ctx.session.report_progress(step, 2, f"slow {step}")
@@ -348,3 +354,54 @@ async def test_cancelling_a_finished_pending_call_leaves_its_scope_alone() -> No
     assert running.scope.cancel_called
     running.finish(("late", "late"))
     assert running.outcome is None
+
+
+async def test_a_call_in_flight_when_its_connection_drops(
+    host_session: Callable[..., Session],
+) -> None:
+    """A call awaited in the caller's task whose connection ends under it answers
+    ``unavailable`` at once (not at its deadline); an idempotent one is sent again on
+    the new connection and answers."""
+    idempotent = types.ToolAnnotations(idempotent_hint=True)
+    remote = Remote([_tool("hold"), _tool("hold_again", annotations=idempotent)])
+    session = host_session()
+    results: dict[str, CallResult] = {}
+    async with MCPPool(session, {"mem": _config(remote, mode="legacy", timeout=5000)}) as pool:
+        for name in ("hold", "hold_again"):
+            remote.holding = anyio.Event()
+
+            async def call(name: str = name) -> None:
+                results[name] = await session.call(f"mcp__mem__{name}", {"text": "x"})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await remote.holding.wait()
+                pool.reconnect("mem")
+            assert await pool.wait_online("mem")
+    lost = results["hold"]
+    assert lost.error is not None
+    assert lost.error.kind == "unavailable", lost.text
+    assert "'mem'" in lost.text
+    assert results["hold_again"].text == "hold_again:x"
+    assert [name for name, _ in remote.calls] == ["hold", "hold_again", "hold_again"]
+
+
+async def test_waiting_for_a_connecting_server_ends_inside_the_deadline(
+    host_session: Callable[..., Session], eventually: Callable[..., Awaitable[None]]
+) -> None:
+    """A call to a server that is still connecting waits for it, within the call's own
+    budget: it answers ``unavailable`` (with the state) before the session's deadline
+    would make it a ``timeout``."""
+    remote = Remote([_tool("t")])
+    session = host_session()
+    config = _config(remote, timeout=400, connect_timeout=10_000, heartbeat_interval=60_000)
+    async with MCPPool(session, {"mem": config}) as pool:
+        assert (await session.call("mcp__mem__t", {"text": "1"})).text == "t:1"
+        remote.hang_lists = True
+        pool.reconnect("mem")
+        await eventually(lambda: pool.status("mem").state is ServerState.CONNECTING)
+        result = await session.call("mcp__mem__t", {"text": "2"})
+        assert result.error is not None
+        assert result.error.kind == "unavailable", result.text
+        assert "is connecting" in result.text
+        assert [args["text"] for _, args in remote.calls] == ["1"]

@@ -353,9 +353,8 @@ class ServerConnection:
                 self._calls = None
                 self.client = None
                 lost = self._lost_failure()
-                for pending in list(self._pending):
+                for pending in list(self._pending):  # streamed calls' readers stop waiting
                     pending.finish(lost)
-                    pending.scope.cancel()  # a call awaited directly stops waiting
                 self._pending.clear()
         raise _ConnectionLost("the connection was closed")
 
@@ -514,31 +513,25 @@ class ServerConnection:
         ``(output, text)``, or a :class:`Failure`.
 
         The caller's deadline bounds it (a session call always has one); cancelling
-        the caller cancels the request on the server.
+        the caller cancels the request on the server. No cancel scope of its own: when
+        the connection ends under it, the SDK ends the request with ``CONNECTION_CLOSED``
+        (``unavailable``, may be retried); a server in this process runs the call in
+        the caller's task, where only the caller's deadline or cancellation stops it.
         """
         client = self.client
         if client is None or self._calls is None or self.state is not ServerState.ONLINE:
             return Failure(self.unavailable(tool), transient=True, sent=False)
-        pending = PendingCall()
-        self._pending.add(pending)
-        timeout = self.config.timeout_s
         try:
-            with pending.scope:
-                try:
-                    result = await client.call_tool(tool, arguments)
-                except MCPError as exc:
-                    transient = exc.code == types.CONNECTION_CLOSED
-                    return Failure(error_from_mcp(exc, tool, self.id, timeout), transient)
-                except Exception as exc:
-                    return _call_failure(exc, tool, self.id)
-                try:
-                    return result_from_mcp(result, tool, self.id)
-                except ToolError as err:
-                    return Failure(err, transient=False)
-            # Only the connection's end cancels the scope, after recording the loss.
-            return pending.outcome if pending.done else self._lost_failure(tool)
-        finally:
-            self._pending.discard(pending)
+            result = await client.call_tool(tool, arguments)
+        except MCPError as exc:
+            transient = exc.code == types.CONNECTION_CLOSED
+            return Failure(error_from_mcp(exc, tool, self.id, self.config.timeout_s), transient)
+        except Exception as exc:
+            return _call_failure(exc, tool, self.id)
+        try:
+            return result_from_mcp(result, tool, self.id)
+        except ToolError as err:
+            return Failure(err, transient=False)
 
     async def _run_call(
         self, client: Client, pending: PendingCall, tool: str, arguments: dict[str, Any]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -116,15 +117,28 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
             await settle(current, outcome, attempts, deadline)
             attempts += 1
 
+    def budget(started: float) -> float:
+        """The deadline of a call that started at ``started`` (``time.monotonic()``)."""
+        return anyio.current_time() + share - (time.monotonic() - started)
+
     async def call(_ctx: Any, arguments: dict[str, Any]) -> Any:
-        # A blocking call nobody reads progress of: awaited in the caller's task.
-        deadline = anyio.current_time() + share
+        # A blocking call nobody reads progress of: awaited in the caller's task. The
+        # first attempt on a live connection goes straight out; the deadline is worked
+        # out (from the call's start) only once there is something to wait for.
+        started = time.monotonic()
+        deadline: float | None = None
         attempts = 0
         while True:
-            current = await ready(attempts, deadline)
+            current = pool._connections.get(server_id)
+            if attempts or current is None or current.state is not ServerState.ONLINE:
+                if deadline is None:
+                    deadline = budget(started)
+                current = await ready(attempts, deadline)
             outcome = await current.call(remote, arguments)
             if not isinstance(outcome, Failure):
                 return outcome
+            if deadline is None:
+                deadline = budget(started)
             await settle(current, outcome, attempts, deadline)
             attempts += 1
 
