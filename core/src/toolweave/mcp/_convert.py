@@ -23,12 +23,17 @@ _KINDS: Final = frozenset(kind.value for kind in ErrorKind)
 
 def _finite(value: Any) -> bool:
     """Whether ``value`` is valid JSON data: no NaN or infinite number anywhere in it."""
+    if isinstance(value, str):
+        return True
     if isinstance(value, float):
         return math.isfinite(value)
     if isinstance(value, dict):
-        return all(_finite(v) for v in value.values())
-    if isinstance(value, list):
-        return all(_finite(v) for v in value)
+        value = value.values()
+    elif not isinstance(value, list):
+        return True
+    for item in value:  # noqa: SIM110 - a loop: no generator object per result
+        if not (isinstance(item, str) or _finite(item)):
+            return False
     return True
 
 
