@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import importlib_metadata
+import importlib.metadata as importlib_metadata
 import pytest
 from toolweave import Session, ToolSetBuilder
 

@@ -144,7 +144,7 @@ class PackManager:
             UsageError: ``strict`` and ``include`` names a pack that is not installed.
             PackLoadError: ``strict`` and a pack fails to import or to register its tools.
         """
-        from importlib_metadata import entry_points
+        from importlib.metadata import entry_points
 
         env = os.environ if environ is None else environ
         source = "include" if include is not None else f"${ENV_INCLUDE}"
