@@ -405,3 +405,30 @@ async def test_waiting_for_a_connecting_server_ends_inside_the_deadline(
         assert result.error.kind == "unavailable", result.text
         assert "is connecting" in result.text
         assert [args["text"] for _, args in remote.calls] == ["1"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"a": "x", "b": [{"c": [1, "y", float("inf")]}]},
+        {"a": {"b": {"c": float("-inf")}}},
+        {"list": ["x", 2, [3.5, [float("nan")]]]},
+    ],
+)
+async def test_non_finite_numbers_anywhere_in_structured_output_are_refused(
+    bad: dict[str, Any],
+) -> None:
+    """NaN or Infinity nested at any depth (after strings, in lists and objects) makes the
+    result an ``execution_error``; the same shapes with finite numbers pass unchanged."""
+    from toolweave.mcp._convert import result_from_mcp
+
+    text = [types.TextContent(type="text", text="t")]
+    with pytest.raises(ToolError) as info:
+        result_from_mcp(types.CallToolResult(content=text, structured_content=bad), "t", "s")
+    assert info.value.kind == "execution_error"
+    assert "NaN or Infinity" in info.value.message
+    good = {"a": "x", "b": [{"c": [1, "y", 2.5, True, None]}], "d": {"e": -0.0}}
+    output, shown = result_from_mcp(
+        types.CallToolResult(content=text, structured_content=good), "t", "s"
+    )
+    assert (output, shown) == (good, "t")
