@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.metadata as importlib_metadata
 import textwrap
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import importlib.metadata as importlib_metadata
 import pytest
 from toolweave import Session, ToolSetBuilder
 

@@ -559,5 +559,6 @@ async def test_refresh_hooks_asks_applies_to_again(tmp_path: Any) -> None:
     assert asked == ["echo"]
     session.refresh_hooks()
     refused = await session.call("echo", {"text": "c"})
-    assert refused.error is not None and refused.error.kind is ErrorKind.PERMISSION_DENIED
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.PERMISSION_DENIED
     assert asked == ["echo", "echo"]
