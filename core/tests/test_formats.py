@@ -409,8 +409,11 @@ def test_frozen_containers_are_frozen_throughout_and_shared() -> None:
     made = FrozenDict({"a": [1, {"b": [2]}]}, c={"d": 3})
     assert type(made["a"]) is FrozenList
     assert type(made["a"][1]["b"]) is FrozenList
-    assert type(made["c"]) is FrozenDict
+    assert isinstance(made["c"], FrozenDict)
+    with pytest.raises(TypeError):
+        made["c"]["d"] = 4
     assert freeze(made) is made
+    assert freeze(made["c"]) is made["c"]
     assert freeze({"x": made})["x"] is made
     with pytest.raises(TypeError):
         made["a"][1]["b"].append(3)

@@ -89,6 +89,10 @@ FORMATS: dict[str, Formatter] = {
 """Every known format by name; :func:`register_format` adds more."""
 
 
+_READ_ONLY: set[Formatter] = {openai.chat, openai.responses, anthropic.tool, mcp.tool}
+"""Formatters whose output is read-only already (frozen all the way down)."""
+
+
 def register_format(name: str, formatter: Formatter) -> None:
     """Make ``formatter`` available as ``definitions(name)``."""
     FORMATS[name] = formatter
@@ -121,6 +125,8 @@ def render(definitions: Sequence[ToolDefinition], format: str) -> list[dict[str,
     formatter = FORMATS.get(format) or FORMATS.get(format.replace("_", "-"))
     if formatter is None:
         raise UsageError(f"unknown definition format {format!r}; known: {', '.join(FORMATS)}")
+    if formatter in _READ_ONLY:
+        return [formatter(d) for d in definitions]
     return [freeze(formatter(d)) for d in definitions]
 
 

@@ -10,15 +10,17 @@ containers.
 Every frozen container is frozen all the way down (the constructors freeze what they
 are given), so :func:`freeze` takes one as it is: parts shared between listings (the
 JSON Schema fragments of argument types, a tool's schema) are frozen once, not copied
-into every listing.
+into every listing. Containers made from parts that are frozen already are
+:class:`Prefrozen` dicts: ``dict``'s own constructor makes them, without a walk over
+the values (a listing makes a few per tool).
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-__all__ = ["FrozenDict", "FrozenList", "freeze", "frozen_dict", "frozen_list"]
+__all__ = ["FrozenDict", "FrozenList", "Prefrozen", "freeze", "frozen_dict", "frozen_list"]
 
 _MESSAGE = (
     "tool definitions are shared by every session of the set and are read-only; "
@@ -51,6 +53,20 @@ class FrozenDict(dict[str, Any]):
         return (dict, (dict(self),))
 
 
+class Prefrozen(FrozenDict):
+    """A :class:`FrozenDict` of values that are frozen already (not checked), made by
+    ``dict``'s constructor: ``Prefrozen(values, key=value)``."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+    else:
+        __init__ = dict.__init__
+
+
 class FrozenList(list[Any]):
     """A ``list`` that refuses to change (its items are frozen too)."""
 
@@ -77,7 +93,7 @@ def freeze(value: Any) -> Any:
     """``value`` with every dict and list (at any depth) made read-only; a frozen
     container is returned as it is."""
     cls = type(value)
-    if cls is FrozenDict or cls is FrozenList:
+    if cls is Prefrozen or cls is FrozenDict or cls is FrozenList:
         return value
     if cls is dict:
         return frozen_dict({k: freeze(v) for k, v in value.items()})
@@ -88,9 +104,7 @@ def freeze(value: Any) -> Any:
 
 def frozen_dict(values: dict[str, Any]) -> FrozenDict:
     """A frozen dict of ``values``, which must be frozen already (not checked)."""
-    out = dict.__new__(FrozenDict)
-    dict.update(out, values)
-    return out
+    return Prefrozen(values)
 
 
 def frozen_list(values: list[Any]) -> FrozenList:

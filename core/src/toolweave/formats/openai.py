@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolweave.formats._calls import ToolCall, get, items_of
+from toolweave.formats._frozen import Prefrozen, freeze
 from toolweave.formats._strict import to_strict_schema
 
 if TYPE_CHECKING:
@@ -37,11 +38,14 @@ __all__ = [
 
 
 def chat(d: ToolDefinition) -> dict[str, Any]:
-    """A Chat Completions function tool."""
-    return {
-        "type": "function",
-        "function": {"name": d.name, "description": d.description, "parameters": d.input_schema},
-    }
+    """A Chat Completions function tool (read-only, as listings are)."""
+    schema = d.input_schema
+    if type(schema) is not Prefrozen:  # frozen as listings make them, else frozen now
+        schema = freeze(schema)
+    return Prefrozen(
+        type="function",
+        function=Prefrozen(name=d.name, description=d.description, parameters=schema),
+    )
 
 
 def chat_strict(d: ToolDefinition) -> dict[str, Any]:
@@ -63,14 +67,14 @@ def chat_strict(d: ToolDefinition) -> dict[str, Any]:
 
 
 def responses(d: ToolDefinition) -> dict[str, Any]:
-    """A Responses API function tool."""
-    return {
-        "type": "function",
-        "name": d.name,
-        "description": d.description,
-        "parameters": d.input_schema,
-        "strict": False,
-    }
+    """A Responses API function tool (read-only, as listings are)."""
+    return Prefrozen(
+        type="function",
+        name=d.name,
+        description=d.description,
+        parameters=freeze(d.input_schema),
+        strict=False,
+    )
 
 
 def responses_strict(d: ToolDefinition) -> dict[str, Any]:
