@@ -44,14 +44,18 @@ if TYPE_CHECKING:
 __all__ = [
     "MISSING",
     "ArgumentsJsonSchema",
+    "Signature",
     "argument_schema",
     "build_validator",
     "compose",
+    "editable",
     "json_schema",
     "kwargs_validator",
     "listed_json_schema",
+    "listed_model_schema",
     "model_arguments",
     "plain_names",
+    "signature_of",
 ]
 
 MISSING: Any = PydanticUndefined
@@ -337,16 +341,80 @@ def json_schema(title: str, parameters: tuple[Parameter, ...]) -> dict[str, Any]
     """
     listed = listed_json_schema(title, parameters)
     if listed is not None:
-        copied: dict[str, Any] = _copied(listed)
+        copied: dict[str, Any] = editable(listed)
         return copied
     schema = compose(title, parameters)
     return None if schema is None else ArgumentsJsonSchema().generate(schema)
 
 
-_shapes: dict[tuple[Any, ...], tuple[Any, Any, Any] | None] = {}
-"""Parameters (name, type fragment, default, description) → their shared properties,
-``required`` and ``$defs`` (``None``: cannot be assembled)."""
+_shapes: dict[tuple[Any, ...], tuple[Any, Any] | None] = {}
+"""Parameters (name, type fragment, default, description) → the top level of their
+schema without its title, and its ``$defs`` (``None``: cannot be assembled)."""
 _definitions: dict[frozenset[_Fragment], Any] = {}
+_signatures: dict[tuple[Any, ...], Signature] = {}
+"""Parameters (name, type key, default, description) → the one :class:`Signature`
+of every tool that declares them."""
+_model_schemas: dict[type[BaseModel], Any] = {}
+
+
+class Signature:
+    """The listed JSON Schema of one list of parameters, shared by every tool that
+    declares an equal list: the same names, types (compared as :func:`_type_key` does),
+    defaults and descriptions.
+
+    :func:`signature_of` finds it when a tool is registered, from what the annotations
+    say (no schema is generated then). On the first listing of any of its tools the
+    schema's top level is assembled from per-type fragments, once; each tool's listed
+    schema is then a read-only copy of it that carries the tool's own title.
+    """
+
+    __slots__ = ("_parameters", "_parts")
+
+    def __init__(self, parameters: tuple[Parameter, ...]) -> None:
+        self._parameters = parameters
+        self._parts: Any = _NOT_CACHED
+
+    @property
+    def assembled(self) -> bool:
+        """Whether the shared parts are made (then :meth:`schema` is a copy and no more)."""
+        return self._parts is not _NOT_CACHED
+
+    def schema(self, title: str) -> Mapping[str, Any] | None:
+        """The arguments' JSON Schema titled ``title`` (see :func:`listed_json_schema`);
+        ``None`` when it cannot be assembled."""
+        parts = self._parts
+        if parts is _NOT_CACHED:
+            parts, final = _parts_of(self._parameters)
+            if final:
+                self._parts = parts
+        if parts is None:
+            return None
+        top, defs = parts
+        if title in defs:
+            return None  # pydantic would name that definition otherwise
+        schema: Mapping[str, Any] = type(top)(top, title=title)  # a Prefrozen copy
+        return schema
+
+
+def signature_of(parameters: tuple[Parameter, ...]) -> Signature:
+    """The :class:`Signature` of ``parameters``: one per equal list of parameters (up
+    to a few thousand), else one of their own. Only keys the annotations (see
+    :func:`_type_key`); generates nothing."""
+    try:
+        key = tuple(
+            [
+                (name, _type_key(annotation), _default_key(default), description)
+                for name, annotation, default, description in parameters
+            ]
+        )
+        found = _signatures.get(key)
+    except Exception:  # something unhashable (or that cannot be compared): not shared
+        return Signature(parameters)
+    if found is None:
+        found = Signature(parameters)
+        if len(_signatures) < _CACHE_LIMIT:
+            _signatures[key] = found
+    return found
 
 
 def listed_json_schema(title: str, parameters: tuple[Parameter, ...]) -> Mapping[str, Any] | None:
@@ -354,66 +422,52 @@ def listed_json_schema(title: str, parameters: tuple[Parameter, ...]) -> Mapping
     from shared parts; ``None`` when it cannot be assembled.
 
     Every parameter type's JSON fragment, and the ``$defs`` entries of models and enums,
-    are generated once per process; the properties, ``required`` and ``$defs`` of a
-    list of parameters (names, types, defaults, descriptions) are made once and shared
-    by every tool that declares the same list: a tool's own container is its top level
-    (which carries its title). Assembly needs every parameter to be a type with a
+    are generated once per process; the top level of the schema of a list of parameters
+    (names, types, defaults, descriptions) is made once and shared by every tool that
+    declares the same list (see :class:`Signature`): a tool's own container is its top
+    level, which carries its title. Assembly needs every parameter to be a type with a
     fragment, a JSON-native default, and definitions that keep their own names (no two
     types defining the same name, none named like the ``Args`` model).
     """
+    return signature_of(parameters).schema(title)
+
+
+def _parts_of(parameters: tuple[Parameter, ...]) -> tuple[tuple[Any, Any] | None, bool]:
+    """The shared parts of the schema of ``parameters`` (see :func:`_assemble`), and
+    whether that answer is final (a type that does not resolve yet may later)."""
     schemas: dict[Any, Any] = _schemas
     shape: list[tuple[Any, ...]] = []
     for name, annotation, default, description in parameters:
+        if name.startswith("_"):
+            return None, True  # a model refuses it
         try:
             found = schemas.get(annotation, _NOT_CACHED)  # the fast path of _field_schema
         except TypeError:
             found = _NOT_CACHED
         if found is _NOT_CACHED:
-            found = None if name.startswith("_") else _field_schema(annotation)
+            found, final = _field_type(annotation)
+            if found is None:
+                return None, final
         if found is None:
-            return None
+            return None, True
         fragment = found._json if found._json_done else found.json()
         if fragment is None or not (default is MISSING or _json_native(default)):
-            return None
-        shape.append((name, fragment, type(default), default, description))
+            return None, True
+        shape.append((name, fragment, _default_key(default), default, description))
     key = tuple(shape)
-    parts: Any
-    try:
-        parts = _shapes.get(key, _NOT_CACHED)
-    except TypeError:  # an unhashable default
+    parts: Any = _shapes.get(key, _NOT_CACHED)
+    if parts is _NOT_CACHED:
         parts = _assemble(shape)
-    else:
-        if parts is _NOT_CACHED:
-            parts = _assemble(shape)
-            if len(_shapes) < _CACHE_LIMIT:
-                _shapes[key] = parts
-    if parts is None:
-        return None
-    properties, required, defs = parts
-    if defs is not None and title in defs:
-        return None  # pydantic would name that definition otherwise
-    schema: dict[str, Any] = {}
-    if defs is not None:
-        schema["$defs"] = defs
-    schema["additionalProperties"] = False
-    schema["properties"] = properties
-    if required is not None:
-        schema["required"] = required
-    schema["title"] = title
-    schema["type"] = "object"
-    return _frozen_dict(schema)
+        if len(_shapes) < _CACHE_LIMIT:
+            _shapes[key] = parts
+    return parts, True
 
 
-def _frozen_dict(values: dict[str, Any]) -> Mapping[str, Any]:
-    from toolweave.formats._frozen import frozen_dict
-
-    return frozen_dict(values)
-
-
-def _assemble(shape: list[tuple[Any, ...]]) -> tuple[Any, Any, Any] | None:
-    """The shared parts of a list of parameters: properties, ``required`` (``None``
-    when empty) and ``$defs`` (``None`` when none); ``None`` when the definitions of
-    two types would share a name."""
+def _assemble(shape: list[tuple[Any, ...]]) -> tuple[Any, Any] | None:
+    """The shared parts of a list of parameters: the schema's top level, read-only,
+    without its title (a ``None`` in its place, so that a tool's copy keeps pydantic's
+    order of keys), and its ``$defs`` (``()`` when none); ``None`` when the definitions
+    of two types would share a name."""
     from toolweave.formats._frozen import frozen_dict, frozen_list
 
     properties: dict[str, Any] = {}
@@ -422,28 +476,44 @@ def _assemble(shape: list[tuple[Any, ...]]) -> tuple[Any, Any, Any] | None:
     for name, fragment, _, default, description in shape:
         if fragment.defs:
             fragments.add(fragment)
-        properties[name] = _property(fragment.field, name, default, description)
+        properties[name] = _property(fragment, name, default, description)
         if default is MISSING:
             required.append(name)
-    defs = None
+    top: dict[str, Any] = {}
+    defs: Any = ()
     if fragments:
         defs = _merged_definitions(frozenset(fragments))
         if defs is None:
             return None
-    return frozen_dict(properties), frozen_list(required) if required else None, defs
+        top["$defs"] = defs
+    top["additionalProperties"] = False
+    top["properties"] = frozen_dict(properties)
+    if required:
+        top["required"] = frozen_list(required)
+    top["title"] = None
+    top["type"] = "object"
+    return frozen_dict(top), defs
 
 
-def _property(field: Mapping[str, Any], name: str, default: Any, description: str | None) -> Any:
-    """One property: a type's fragment with the field's title, description and default."""
+def _property(fragment: _Fragment, name: str, default: Any, description: str | None) -> Any:
+    """One property: a type's fragment with the field's title, description and default.
+
+    Beside a ``$ref``, pydantic leaves out what the definition says already (a
+    description that is the model's docstring).
+    """
     from toolweave.formats._frozen import freeze, frozen_dict
 
-    prop = dict(field)
+    prop = dict(fragment.field)
     if prop.get("title", "") is None:
         prop["title"] = name.title().replace("_", " ").strip()
     if description is not None:
         prop["description"] = description
     if default is not MISSING:
         prop["default"] = freeze(default)
+    ref = prop.get("$ref")
+    if isinstance(ref, str):
+        target = fragment.defs.get(ref.rpartition("/")[2], {})
+        prop = {k: v for k, v in prop.items() if k == "$ref" or target.get(k, prop) != v}
     return frozen_dict({key: prop[key] for key in sorted(prop)})
 
 
@@ -481,13 +551,37 @@ def plain_names(parameters: tuple[Parameter, ...]) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def _copied(value: Any) -> Any:
-    """A copy of a JSON value's containers (the leaves are immutable)."""
+def editable(value: Any) -> Any:
+    """A copy of a JSON value's containers, plain and editable (the leaves are
+    immutable)."""
     if isinstance(value, dict):
-        return {key: _copied(item) for key, item in value.items()}
+        return {key: editable(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_copied(item) for item in value]
+        return [editable(item) for item in value]
     return value
+
+
+def listed_model_schema(model: type[BaseModel]) -> Mapping[str, Any]:
+    """The JSON Schema of ``model`` used as a tool's arguments (see
+    :func:`argument_schema`), read-only; generated once per model (up to a few
+    thousand models), for the declared ``Args`` of tool classes, whose tools a process
+    builds again with every set."""
+    hit = _model_schemas.get(model)
+    if hit is None:
+        from toolweave.formats._frozen import freeze
+
+        hit = freeze(ArgumentsJsonSchema().generate(model_arguments(model, strict=False)[0]))
+        if len(_model_schemas) < _CACHE_LIMIT:
+            _model_schemas[model] = hit
+    return hit  # type: ignore[no-any-return]
+
+
+def _default_key(value: Any) -> Any:
+    """A key for a default, equal only for defaults that read alike in JSON: with its
+    type (``1``, ``1.0`` and ``True`` are three), a float by its ``repr`` (``-0.0`` is
+    not ``0.0``)."""
+    kind = type(value)
+    return (kind, repr(value)) if kind is float else (kind, value)
 
 
 def _json_native(value: Any) -> bool:
@@ -503,6 +597,11 @@ def _documented(text: str, key: str = "description") -> dict[str, Any]:
 def _field_schema(annotation: Any) -> _FieldType | None:
     """The core schema of one parameter type and the references it defines; cached
     by what the type says (see :func:`_type_key`)."""
+    return _field_type(annotation)[0]
+
+
+def _field_type(annotation: Any) -> tuple[_FieldType | None, bool]:
+    """:func:`_field_schema`, and whether its answer is final (see :func:`_generate`)."""
     try:
         hit = _schemas.get(annotation, _NOT_CACHED)  # an equal annotation (most are)
         if hit is _NOT_CACHED:
@@ -510,13 +609,13 @@ def _field_schema(annotation: Any) -> _FieldType | None:
             if key is not annotation:
                 hit = _schemas.get(key, _NOT_CACHED)
     except TypeError:  # an unhashable annotation: computed each time
-        return _generate(annotation)[0]
+        return _generate(annotation)
     if hit is not _NOT_CACHED:
-        return hit  # type: ignore[return-value]
+        return hit, True  # type: ignore[return-value]
     found, final = _generate(annotation)
     if final and len(_schemas) < _CACHE_LIMIT:
         _schemas[key] = found
-    return found
+    return found, final
 
 
 def _type_key(annotation: Any) -> Any:
@@ -560,7 +659,7 @@ def _value_key(value: Any) -> Any:
     that give the same schema."""
     cls = type(value)
     if cls in _SCALAR_TYPES:
-        return (cls, value)
+        return (cls, repr(value)) if cls is float else (cls, value)
     if cls is FieldInfo:
         given = getattr(value, "_attributes_set", None)
         if type(given) is dict:
@@ -581,7 +680,7 @@ def _value_key(value: Any) -> Any:
         fields = [getattr(value, name) for name in names]
         return (
             cls,
-            tuple([(type(v), v) if type(v) in _SCALAR_TYPES else _value_key(v) for v in fields]),
+            tuple([_value_key(v) for v in fields]),
         )
     if cls is list or cls is tuple:
         items: Any = value

@@ -32,12 +32,15 @@ from toolweave.authoring._tool import (
 )
 from toolweave.catalog._arguments import (
     ArgumentsJsonSchema,
+    Signature,
     compose,
+    editable,
     json_schema,
     kwargs_validator,
-    listed_json_schema,
+    listed_model_schema,
     model_arguments,
     plain_names,
+    signature_of,
 )
 from toolweave.errors import ErrorKind, ToolError
 
@@ -166,6 +169,8 @@ class ErasedTool:
         "_args_of",
         "_listed",
         "_schema",
+        "_signature",
+        "_title",
         "_validate_json",
         "_validate_python",
         "capabilities",
@@ -244,6 +249,14 @@ class ErasedTool:
         self._args_of = args_of
         self._schema = schema
         self._listed: Mapping[str, Any] | None = None
+        # Found now, from the annotations alone: tools that declare the same parameters
+        # share one Signature, whose schema is assembled once, on the first listing of
+        # one of them; a tool registered after that gets its copy now.
+        plain = None if args_of is None else _plain_parameters(args_of)
+        self._signature: Signature | None = None if plain is None else signature_of(plain[1])
+        self._title = "" if plain is None else plain[0]
+        if self._signature is not None and self._signature.assembled:
+            self._listed = self._signature.schema(self._title)
         self.origin = origin
         self.source = source
         self.params_type = params_type
@@ -307,26 +320,43 @@ class ErasedTool:
             if plain is not None:
                 self._schema = json_schema(*plain)
             if self._schema is None:
-                assert self.args_model is not None
-                schema = model_arguments(self.args_model, strict=False)[0]
-                self._schema = ArgumentsJsonSchema().generate(schema)
+                model = self.args_model
+                assert model is not None
+                if self._args_of is None:  # a declared Args model: its schema is shared
+                    self._schema = editable(listed_model_schema(model))
+                else:
+                    schema = model_arguments(model, strict=False)[0]
+                    self._schema = ArgumentsJsonSchema().generate(schema)
         return self._schema
 
     @property
     def listed_schema(self) -> Mapping[str, Any]:
         """The JSON Schema of the arguments as listings show it (built on first access,
-        then cached): the same as :attr:`input_schema`, read-only; for an ``@tool``
-        function, assembled from parts shared with other tools (see
-        :func:`~toolweave.catalog._arguments.listed_json_schema`). A schema that is not
-        assembled is :attr:`input_schema` itself (listings freeze a copy of it)."""
+        then cached): the same as :attr:`input_schema`, read-only. For an ``@tool``
+        function, a copy of the top level its :class:`~toolweave.catalog._arguments.
+        Signature` shares with the tools that declare the same parameters; for a declared
+        ``Args`` model, the model's schema, generated once per model; else a read-only
+        copy of :attr:`input_schema`."""
         listed = self._listed
         if listed is None:
-            plain = None if self._args_of is None else _plain_parameters(self._args_of)
-            listed = None if plain is None else listed_json_schema(*plain)
-            if listed is None:
-                listed = self.input_schema
+            signature = self._signature
+            if signature is None or (listed := signature.schema(self._title)) is None:
+                listed = self._unshared_schema()
             self._listed = listed
         return listed
+
+    @property
+    def listed_schema_if_made(self) -> Mapping[str, Any] | None:
+        """:attr:`listed_schema` if it is made already (no work), else ``None``."""
+        return self._listed
+
+    def _unshared_schema(self) -> Mapping[str, Any]:
+        """The listed schema of a tool without a shared :class:`Signature` schema."""
+        if self._args_of is None and self._schema is None and self.args_model is not None:
+            return listed_model_schema(self.args_model)
+        from toolweave.formats._frozen import freeze
+
+        return freeze(self.input_schema)  # type: ignore[no-any-return]
 
     def parse(self, raw: Any) -> Any:
         """Validate raw arguments (JSON text, bytes, a dict or ``None``) into ``Args``.

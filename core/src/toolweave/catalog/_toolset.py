@@ -43,6 +43,11 @@ def set_session_factory(factory: Callable[..., Session]) -> None:
     _session_factory = factory
 
 
+_KIND_VALUES = {kind: kind.value for kind in Kind}
+_NO_SCHEMA: Mapping[str, Any] = MappingProxyType({})
+"""The schema of a definition whose entry has not been listed yet (never handed out)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolDefinition:
     """What the model is told about one tool, before any provider's format.
@@ -51,7 +56,8 @@ class ToolDefinition:
         name: The client-visible name.
         description: The rendered description.
         input_schema: The JSON Schema of the arguments, with client parameter names
-            (read-only where it is shared with other tools and listings).
+            (read-only in the definitions of a set's entries: parts of it are shared
+            with other tools and listings).
         fqid: The fully qualified id of the tool behind the name.
         kind: The tool's kind (value of :class:`~toolweave.Kind`).
         read_only: Whether the tool changes nothing.
@@ -73,6 +79,12 @@ class ToolDefinition:
             "description": self.description,
             "input_schema": self.input_schema,
         }
+
+
+_set_schema: Callable[[ToolDefinition, Mapping[str, Any]], None] = ToolDefinition.__dict__[
+    "input_schema"
+].__set__
+"""Sets the schema of an entry's definition once (the dataclass is frozen to its users)."""
 
 
 def _rename_schema(schema: Mapping[str, Any], to_client: Mapping[str, str]) -> dict[str, Any]:
@@ -115,6 +127,7 @@ class ToolEntry:
 
     __slots__ = (
         "_definition",
+        "_draft",
         "description",
         "kind",
         "name",
@@ -148,6 +161,20 @@ class ToolEntry:
         self.params = params
         self.timeout = timeout if timeout is not None else tool.capabilities.timeout
         self._definition: ToolDefinition | None = None
+        # All of the definition but its schema, which is added now if the tool has its
+        # listed schema already (see ErasedTool.listed_schema), else on first listing.
+        self._draft = ToolDefinition(
+            name,
+            self.description,
+            _NO_SCHEMA,
+            tool.fqid,
+            _KIND_VALUES[self.kind],
+            self.read_only,
+            tool.source,
+        )
+        listed = tool.listed_schema_if_made
+        if listed is not None:
+            self._complete(listed)
         # The hot path calls entry.parse(raw); without renames it is the tool's own parser.
         self.parse = tool.parse if self.to_canonical is None else self._parse_renamed
 
@@ -223,21 +250,28 @@ class ToolEntry:
 
     @property
     def definition(self) -> ToolDefinition:
-        """The neutral definition (built on first access, then cached)."""
-        if self._definition is None:
-            schema = self.tool.listed_schema
-            if self.to_client:
-                schema = _rename_schema(schema, self.to_client)
-            self._definition = ToolDefinition(
-                name=self.name,
-                description=self.description,
-                input_schema=schema,
-                fqid=self.tool.fqid,
-                kind=self.kind.value,
-                read_only=self.read_only,
-                source=self.tool.source,
-            )
-        return self._definition
+        """The neutral definition (its schema is added on first access)."""
+        definition = self._definition
+        if definition is None:
+            definition = self._complete(self.tool.listed_schema)
+        return definition
+
+    def _complete(self, schema: Mapping[str, Any]) -> ToolDefinition:
+        """The definition, with ``schema`` (the tool's listed schema), cached."""
+        if self.to_client:
+            from toolweave.formats._frozen import freeze
+
+            schema = freeze(_rename_schema(schema, self.to_client))
+        definition = self._draft
+        _set_schema(definition, schema)
+        _set_definition(self, definition)
+        return definition
+
+
+_set_definition: Callable[[ToolEntry, ToolDefinition], None] = ToolEntry.__dict__[
+    "_definition"
+].__set__
+"""Caches an entry's completed definition (past its immutability guard, in one call)."""
 
 
 @final
@@ -395,7 +429,8 @@ class ToolSet:
         if cached is None:
             from toolweave.formats import render  # formats load on the first listing
 
-            cached = render([e.definition for e in self.entries], format)
+            # An entry's definition is made at most once (_definition caches it).
+            cached = render([e._definition or e.definition for e in self.entries], format)
             self._rendered[format] = cached
         return list(cached)
 
