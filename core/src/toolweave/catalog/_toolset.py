@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, final
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
-from toolweave.authoring._tool import Kind
+from toolweave.authoring._tool import Kind, Tool
 from toolweave.catalog._config import ToolSetConfig
 from toolweave.catalog._erasure import (
     ErasedTool,
@@ -292,6 +292,7 @@ class ToolSet:
 
     __slots__ = (
         "_by_name",
+        "_deciders",
         "_encoded",
         "_rendered",
         "_renderer",
@@ -328,6 +329,7 @@ class ToolSet:
         self._view: SetView | None = None
         self._rendered: dict[str, list[dict[str, Any]]] = {}
         self._encoded: dict[str, bytes] = {}
+        self._deciders: tuple[ToolEntry, ...] | None = None
 
     entries: tuple[ToolEntry, ...]
     session_setup: Callable[[Session], None] | None
@@ -416,6 +418,19 @@ class ToolSet:
             )
         timeout = tool.capabilities.timeout
         return ToolEntry(client, tool, timeout=timeout if timeout else config.external_timeout)
+
+    def _list_deciders(self) -> tuple[ToolEntry, ...]:
+        """The entries whose tool decides per session whether it is listed (a class
+        tool that overrides :meth:`~toolweave.Tool.should_list`); found once per set."""
+        found = self._deciders
+        if found is None:
+            found = self._deciders = tuple(
+                entry
+                for entry in self.entries
+                if entry.tool.tool is not None
+                and type(entry.tool.tool).should_list is not Tool.should_list
+            )
+        return found
 
     def definitions(self, format: str = "neutral") -> list[dict[str, Any]]:
         """Definitions of every tool in ``format`` (``neutral``, ``openai``, ``anthropic``,

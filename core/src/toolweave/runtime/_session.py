@@ -13,7 +13,6 @@ import anyio
 import anyio.from_thread
 
 from toolweave.authoring._context import Context
-from toolweave.authoring._tool import Tool
 from toolweave.catalog._toolset import ToolEntry, set_session_factory
 from toolweave.errors import ErrorKind, StateConflict, UsageError
 from toolweave.resources import Resources, Workspace
@@ -405,10 +404,9 @@ class Session:
     def _find_hidden(self) -> frozenset[str]:
         """Ask each built-in tool that decides for itself whether to list it here."""
         hidden: set[str] = set()
-        for entry in self.toolset.entries:
+        for entry in self.toolset._list_deciders():
             tool = entry.tool.tool
-            if tool is None or type(tool).should_list is Tool.should_list:
-                continue
+            assert tool is not None
             try:
                 listed = tool.should_list(Context(self, entry, None))
             except Exception:
