@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -306,6 +305,8 @@ def _parse_json(text: str | bytes, source: str) -> Any:
 
 
 def _parse_toml(text: str, source: str) -> Any:
+    import tomllib  # only a TOML file needs it: not imported with toolweave
+
     try:
         return tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
