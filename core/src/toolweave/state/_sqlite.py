@@ -115,10 +115,10 @@ class SQLiteStateStore:
     a lock held too long) are raised.
 
     A missing file is created by the first save, not before: reading a store that
-    holds nothing yet (a session's first calls in a new workspace) opens no database.
+    holds nothing yet (a session's first calls in a new workspace) creates nothing.
 
     Args:
-        path: The database file; its folder is created when missing.
+        path: The database file; its folder is created with it when missing.
         busy_timeout: Seconds to wait for another process's write lock.
     """
 
@@ -132,7 +132,6 @@ class SQLiteStateStore:
         """Saves through this store (``PRAGMA data_version`` does not count them)."""
         self._closed = False
         self._finalizer = weakref.finalize(self, _close_quietly, self._holder)
-        self._prepare_folder()
         if self.path.exists():
             with exclusive(self._lock_path, busy_timeout):
                 self._holder[0] = self._open_locked()
@@ -297,8 +296,10 @@ class SQLiteStateStore:
             return conn
         if self._closed:
             raise sqlite3.ProgrammingError(f"state store {self.path} is closed")
-        if not create and not self.path.exists():
-            return None
+        if not self.path.exists():
+            if not create:
+                return None
+            self._prepare_folder()
         with exclusive(self._lock_path, self.busy_timeout):
             conn = self._holder[0] = self._open_locked()
         return conn
