@@ -68,16 +68,15 @@ class Context:
     """
 
     __slots__ = ("_finished", "_record", "call_id", "entry", "session")
+    _finished: bool
+    """Set (by the pipeline) once the tool ended: reminders, which run then, may read any
+    state. Unset until then (reading it raises)."""
 
     def __init__(self, session: Session, entry: ToolEntry | None, call_id: str | None) -> None:
         self.session = session
         self.entry = entry
         self.call_id = call_id
         self._record: CallRecord | None = None
-
-    def _finish(self) -> None:
-        """Mark the tool as finished: reminders, which run then, may read any state."""
-        self._finished = True
 
     def _check_state(self, model: type[BaseModel]) -> None:
         entry = self.entry
