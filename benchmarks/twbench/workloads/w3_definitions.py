@@ -12,7 +12,7 @@ from typing import Any
 
 from twbench._results import Config, Outcome, Row, Table, Target
 from twbench._timing import Series, collected, frozen_heap, rotated
-from twbench._tools import Kind, fresh_many
+from twbench._tools import fresh_many
 from twbench.frameworks import Framework
 from twbench.workloads._common import close_host, error_row, with_host
 
@@ -136,16 +136,16 @@ def _after(first: Callable[[], Awaitable[None]], then: Render) -> Render:
     return run
 
 
-async def _first(fw: Framework, kind: Kind, count: int, prefix: str) -> tuple[float, Render]:
-    """Build ``count`` tools of ``kind`` (untimed), then time the first render: ms, and
-    the render for the rounds that follow."""
-    built = fw.build(fresh_many(kind, count, prefix))
+async def _first(fw: Framework, fns: list[Callable[..., Any]], prefix: str) -> tuple[float, Render]:
+    """Build tools of ``fns`` (named ``{prefix}{i}``; untimed), then time the first
+    render: ms, and the render for the rounds that follow."""
+    built = fw.build(fns)
     render = await fw.definitions(built)
     with collected():
         t0 = time.perf_counter_ns()
         defs = await render()
         t1 = time.perf_counter_ns()
-    _check(defs, count, prefix, fw.key)
+    _check(defs, len(fns), prefix, fw.key)
     return (t1 - t0) / 1e6, render
 
 
@@ -166,22 +166,10 @@ def _new_shape(fns: list[Callable[..., Any]], tag: str) -> list[Callable[..., An
     return fns
 
 
-async def _first_new_shape(fw: Framework, count: int, prefix: str) -> float:
-    """:func:`_first` of realistic tools whose parameter list is new to the process."""
-    built = fw.build(_new_shape(fresh_many("rich", count, prefix), prefix))
-    render = await fw.definitions(built)
-    with collected():
-        t0 = time.perf_counter_ns()
-        defs = await render()
-        t1 = time.perf_counter_ns()
-    _check(defs, count, prefix, fw.key)
-    return (t1 - t0) / 1e6
-
-
 async def _round_simple(
     fw: Framework, count: int, prefix: str, min_s: float
 ) -> tuple[float, float]:
-    first_ms, render = await _first(fw, "async", count, prefix)
+    first_ms, render = await _first(fw, fresh_many("async", count, prefix), prefix)
     again, defs = await _time(render, min_s)
     _check(defs, count, prefix, fw.key)
     return first_ms, again
@@ -190,7 +178,7 @@ async def _round_simple(
 async def _round_rich(
     fw: Framework, count: int, prefix: str, min_s: float
 ) -> tuple[float, dict[str, tuple[str, str, float | None]]]:
-    first_ms, render = await _first(fw, "rich", count, prefix)
+    first_ms, render = await _first(fw, fresh_many("rich", count, prefix), prefix)
     per_request: dict[str, tuple[str, str, float | None]] = {}
     for key, (what, path, variant) in _request_variants(fw, render).items():
         if variant is None:
@@ -255,7 +243,8 @@ async def _measure(cfg: Config, fws: Sequence[Framework], outcome: Outcome) -> N
                 ms_first, ms_again = await _round_simple(fw, count, f"d{r}_", min_s)
                 ms_rich, per_request = await _round_rich(fw, count, f"r{r}_", min_s)
                 if fw.key == "toolweave":
-                    ms_new = await _first_new_shape(fw, count, f"n{r}_")
+                    fns = _new_shape(fresh_many("rich", count, f"n{r}_"), f"n{r}_")
+                    ms_new, _ = await _first(fw, fns, f"n{r}_")
                     rich_s.setdefault("toolweave-new-shape", Series()).samples.append(ms_new)
             except NotImplementedError:
                 failed.add(fw.key)
@@ -357,28 +346,21 @@ def judge(again: Table, first_rich: Table, request: Table) -> list[Target]:
             )
         )
     best = _fastest_peer(first_rich)
-    for key, label in (("toolweave", ""), ("toolweave-packs", " with the built-in packs")):
+    for key, label, tools in (
+        ("toolweave", "", "realistic tools"),
+        ("toolweave-packs", " with the built-in packs", "realistic tools"),
+        ("toolweave-new-shape", "", "realistic tools whose parameter list is new to the process"),
+    ):
         mine = first_rich.median(key)
         if mine is not None and best is not None:
             targets.append(
                 Target(
-                    f"W3-first-rich{'-packs' if label else ''}",
-                    f"W3{label}: first listing of realistic tools no slower than the fastest peer",
+                    f"W3-first-rich{key.removeprefix('toolweave')}",
+                    f"W3{label}: first listing of {tools} no slower than the fastest peer",
                     f"{mine:.1f} ms vs {best[0]} {best[1]:.1f} ms ({mine / best[1]:.2f}×)",
                     mine <= best[1],
                 )
             )
-    mine = first_rich.median("toolweave-new-shape")
-    if mine is not None and best is not None:
-        targets.append(
-            Target(
-                "W3-first-rich-new-shape",
-                "W3: first listing of realistic tools whose parameter list is new to the "
-                "process no slower than the fastest peer",
-                f"{mine:.1f} ms vs {best[0]} {best[1]:.1f} ms ({mine / best[1]:.2f}×)",
-                mine <= best[1],
-            )
-        )
     best = _fastest_peer(request)
     for key, label in (("toolweave", ""), ("toolweave-packs", " with the built-in packs")):
         # A host sends what core serialises for it when it can (Session.definitions_json),
