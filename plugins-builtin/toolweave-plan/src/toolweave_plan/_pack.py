@@ -5,6 +5,7 @@ from __future__ import annotations
 from toolweave import CallHook, Session, ToolSetBuilder, hookimpl
 
 from toolweave_plan._ask_user import AskUser
+from toolweave_plan._entries import entry_of
 from toolweave_plan._plan_mode import EnterPlan, ExitPlan, PlanModeHook
 from toolweave_plan._reminder import TodoReminder
 from toolweave_plan._todos import TodoRead, TodoWrite
@@ -29,7 +30,6 @@ def register_reminders(builder: ToolSetBuilder) -> None:
 @hookimpl
 def provide_call_hooks(session: Session) -> list[CallHook]:
     """Plan mode's hook for the session, when the set can leave plan mode."""
-    fqid = f"{ExitPlan.namespace}:{ExitPlan.id}"
-    if any(entry.tool.fqid == fqid for entry in session.toolset.entries):
-        return [PlanModeHook(session)]
-    return []
+    if entry_of(session.toolset, f"{ExitPlan.namespace}:{ExitPlan.id}") is None:
+        return []
+    return [PlanModeHook(session)]

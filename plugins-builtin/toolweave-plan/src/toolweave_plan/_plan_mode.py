@@ -25,6 +25,8 @@ from toolweave import (
     ToolOutput,
 )
 
+from toolweave_plan._entries import entry_of
+
 __all__ = [
     "EnterPlan",
     "EnterPlanArgs",
@@ -54,10 +56,8 @@ class PlanModeState(BaseModel):
 
 
 def _client_name(session: Session, fqid: str, fallback: str) -> str:
-    for entry in session.toolset.entries:
-        if entry.tool.fqid == fqid:
-            return entry.name
-    return fallback
+    entry = entry_of(session.toolset, fqid)
+    return fallback if entry is None else entry.name
 
 
 def plan_mode_guard(session: Session, entry: ToolEntry) -> ToolError | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from toolweave import Context, ToolSet
 from toolweave.authoring import CallInfo, Reminder
 
+from toolweave_plan._entries import entry_of
 from toolweave_plan._todos import TodoParams, TodoState, TodoWrite, render_todos
 
 __all__ = ["TodoReminder"]
@@ -36,11 +37,11 @@ _TODO_WRITE = f"{TodoWrite.namespace}:{TodoWrite.id}"
 
 def _todo_target(toolset: ToolSet) -> _TodoTarget:
     """The client name and effective params of ``todo_write`` in ``toolset``."""
-    for entry in toolset.entries:
-        if entry.tool.fqid == _TODO_WRITE:
-            params = entry.params if isinstance(entry.params, TodoParams) else TodoParams()
-            return _TodoTarget(entry.name, params)
-    return _TodoTarget(TodoWrite.id, TodoParams())
+    entry = entry_of(toolset, _TODO_WRITE)
+    if entry is None:
+        return _TodoTarget(TodoWrite.id, TodoParams())
+    params = entry.params if isinstance(entry.params, TodoParams) else TodoParams()
+    return _TodoTarget(entry.name, params)
 
 
 class TodoReminder(Reminder):
