@@ -282,7 +282,7 @@ class Session:
         if not isinstance(hook, CallHook):
             raise UsageError(f"a call hook is a CallHook, not {type(hook).__name__}")
         self._hooks = (*self._hooks, hook)
-        self._plans.clear()
+        self.refresh_hooks()
 
         def remove() -> None:
             self.remove_hook(hook)
@@ -294,7 +294,7 @@ class Session:
         kept = tuple(h for h in self._hooks if h is not hook)
         found = len(kept) != len(self._hooks)
         self._hooks = kept
-        self._plans.clear()
+        self.refresh_hooks()
         return found
 
     def refresh_hooks(self) -> None:
