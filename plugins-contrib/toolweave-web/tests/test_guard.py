@@ -1,0 +1,163 @@
+"""The address guard: private, loopback and link-local addresses are refused after DNS
+resolution and on every redirect, and the request goes to the address that was checked."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toolweave import ErrorKind, PackManager, Resources, Session
+from toolweave_web import AddressPolicy, HostsResolver, Resolver, category_of, pack
+
+pytestmark = pytest.mark.anyio
+
+
+def session_for(workspace: Path, resolver: Resolver | None = None, **params: Any) -> Session:
+    """A session with ``web_fetch`` configured by ``params`` (nothing allowed by default)."""
+    packs = PackManager(strict=True)
+    packs.add("web", pack)
+    config = {"tools": [{"id": "web_fetch", "params": params}]}
+    host = Resources()
+    if resolver is not None:
+        host.insert(resolver, Resolver)
+    return packs.builder().build(config).session(workspace=workspace, resources=host, debug=True)
+
+
+class FlipResolver(Resolver):
+    """A rebinding name server: the first answer is one address, every later one another."""
+
+    def __init__(self, first: str, later: str) -> None:
+        self.first, self.later, self.asked = first, later, 0
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        self.asked += 1
+        return [self.first if self.asked == 1 else self.later]
+
+
+@pytest.mark.parametrize(
+    ("address", "category"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("127.8.9.10", "loopback"),
+        ("::1", "loopback"),
+        ("10.1.2.3", "private"),
+        ("172.20.0.1", "private"),
+        ("192.168.1.1", "private"),
+        ("100.64.0.1", "private"),
+        ("fd00::1", "private"),
+        ("169.254.169.254", "link_local"),
+        ("fe80::1", "link_local"),
+        ("0.0.0.0", "reserved"),
+        ("224.0.0.1", "reserved"),
+        ("192.0.2.1", "reserved"),
+        ("240.0.0.1", "reserved"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::ffff:10.0.0.1", "private"),
+        ("64:ff9b::a9fe:a9fe", "link_local"),
+        ("2002:a00:1::", "private"),
+        ("93.184.216.34", "public"),
+        ("2606:4700::1111", "public"),
+    ],
+)
+def test_categories(address: str, category: str) -> None:
+    """Every special range is recognised, IPv4 carried inside IPv6 included."""
+    assert category_of(ipaddress.ip_address(address)) == category
+
+
+def test_policy_allows_by_category_and_network() -> None:
+    """Each param opens its category only; an allowed network opens any address in it."""
+    loopback = ipaddress.ip_address("127.0.0.1")
+    private = ipaddress.ip_address("10.0.0.5")
+    assert AddressPolicy().refusal(loopback) == "127.0.0.1 is a loopback address"
+    assert AddressPolicy(allow_loopback=True).refusal(loopback) is None
+    assert AddressPolicy(allow_loopback=True).refusal(private) == "10.0.0.5 is a private address"
+    narrow = AddressPolicy.build(allowed_networks=["10.0.0.0/29"])
+    assert narrow.refusal(private) is None
+    assert narrow.refusal(ipaddress.ip_address("10.0.0.9")) is not None
+    assert AddressPolicy(check=False).refusal(private) is None
+
+
+async def test_loopback_is_refused_by_default(workspace: Path, server: Any) -> None:
+    """Without params, a server on 127.0.0.1 is out of reach, and nothing is sent to it."""
+    result = await session_for(workspace).call("web_fetch", {"url": server.url("/host")})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.PERMISSION_DENIED
+    assert "127.0.0.1 is a loopback address" in result.text
+    assert "allow_loopback" in result.text
+    assert server.hosts_seen == []
+
+
+async def test_a_name_resolving_to_loopback_is_refused(workspace: Path, server: Any) -> None:
+    """``localhost`` is checked by the address it resolves to, not by its spelling, and so
+    is any name a resolver maps to 127.0.0.1; IPv4-mapped IPv6 literals too."""
+    session = session_for(workspace, HostsResolver({"evil.test": ["127.0.0.1"]}, Resolver()))
+    for url in (
+        f"http://localhost:{server.port}/host",
+        f"http://evil.test:{server.port}/host",
+        f"http://[::ffff:127.0.0.1]:{server.port}/host",
+    ):
+        result = await session.call("web_fetch", {"url": url})
+        assert result.error is not None, url
+        assert result.error.kind is ErrorKind.PERMISSION_DENIED, result.text
+        assert "loopback" in result.text
+    assert server.hosts_seen == []
+
+
+async def test_all_addresses_must_pass(workspace: Path, server: Any) -> None:
+    """A name with one public and one private address is refused, whichever comes first."""
+    resolver = HostsResolver({"mixed.test": ["93.184.216.34", "127.0.0.1"]})
+    result = await session_for(workspace, resolver).call(
+        "web_fetch", {"url": f"http://mixed.test:{server.port}/host"}
+    )
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.PERMISSION_DENIED
+    assert server.hosts_seen == []
+
+
+async def test_request_goes_to_the_checked_address(workspace: Path, server: Any) -> None:
+    """DNS rebinding: the name is resolved once per hop and the connection goes to that
+    answer (here the only allowed address, 127.0.0.1); a second look-up would have
+    answered 127.0.0.2, which the params refuse. The Host header keeps the name."""
+    resolver = FlipResolver("127.0.0.1", "127.0.0.2")
+    session = session_for(workspace, resolver, allowed_networks=["127.0.0.1/32"])
+    result = await session.call("web_fetch", {"url": f"http://rebind.test:{server.port}/host"})
+    assert result.error is None, result.text
+    assert result.output["content"] == f"rebind.test:{server.port}"
+    assert resolver.asked == 1
+    again = await session.call("web_fetch", {"url": f"http://rebind.test:{server.port}/host"})
+    assert again.error is not None
+    assert "127.0.0.2 is a loopback address" in again.text
+
+
+@pytest.mark.parametrize(
+    ("target", "address"),
+    [
+        ("http://10.0.0.1/admin", "10.0.0.1 is a private"),
+        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local"),
+        ("http://internal.test/", "192.168.1.10 is a private"),
+        ("http://[fd00::1]/", "fd00::1 is a private"),
+    ],
+)
+async def test_a_redirect_to_a_private_address_is_refused(
+    workspace: Path, server: Any, target: str, address: str
+) -> None:
+    """The first hop is allowed (loopback, by params), its redirect to a private or
+    link-local address is refused before any connection is made."""
+    resolver = HostsResolver({"internal.test": ["192.168.1.10"]})
+    session = session_for(workspace, resolver, allow_loopback=True)
+    result = await session.call("web_fetch", {"url": server.url(f"/redirect?to={target}")})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.PERMISSION_DENIED
+    assert address in result.text
+    assert len(server.hosts_seen) == 1  # only the redirecting request reached a server
+
+
+async def test_an_unresolvable_name_is_not_found(workspace: Path) -> None:
+    """A name the resolver cannot resolve fails as not_found."""
+    result = await session_for(workspace, HostsResolver({})).call(
+        "web_fetch", {"url": "http://nowhere.test/"}
+    )
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.NOT_FOUND
