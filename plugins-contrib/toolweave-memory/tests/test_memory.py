@@ -1,0 +1,196 @@
+"""``memory_save``, ``memory_search`` and ``memory_delete`` on a real SQLite file: BM25
+ranking, highlighted snippets, tags, scopes, restarts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toolweave import CallResult, ErrorKind, PackManager, Session
+from toolweave_memory import fts_query, pack
+
+pytestmark = pytest.mark.anyio
+
+
+def session_for(workspace: Path, session_id: str = "s1", **search_params: Any) -> Session:
+    """A fresh host (pack manager, tool set, session) on ``workspace``: what a restart gives."""
+    packs = PackManager(strict=True)
+    packs.add("memory", pack)
+    config = {
+        "tools": ["memory_save", {"id": "memory_search", "params": search_params}, "memory_delete"]
+    }
+    return (
+        packs.builder()
+        .build(config)
+        .session(workspace=workspace, session_id=session_id, debug=True)
+    )
+
+
+async def ok(session: Session, name: str, args: dict[str, Any]) -> CallResult:
+    result = await session.call(name, args)
+    assert result.error is None, result.text
+    return result
+
+
+MEMORIES = [
+    {
+        "title": "Python testing setup",
+        "content": "Run the Python tests with nox -s tests; pytest options live in pyproject.",
+        "tags": ["build", "Testing"],
+    },
+    {
+        "title": "Release checklist",
+        "content": "Before a release, bump the version and run the tests once more.",
+        "tags": ["release"],
+    },
+    {
+        "title": "Editor preference",
+        "content": "The user prefers four-space indentation and no tabs in Python files.",
+        "tags": ["#preference"],
+    },
+    {
+        "title": "Database",
+        "content": "Production runs PostgreSQL 17; tests use SQLite in memory.",
+        "tags": ["build", "database"],
+    },
+]
+
+
+async def save_all(session: Session) -> list[int]:
+    return [(await ok(session, "memory_save", m)).output["id"] for m in MEMORIES]
+
+
+def test_queries_quote_every_word() -> None:
+    """Free text never reaches FTS5 as syntax: each word is quoted."""
+    assert fts_query('python AND "tests" NOT -x (y*') == (
+        '"python" OR "AND" OR "tests" OR "NOT" OR "x" OR "y"'
+    )
+    assert fts_query("a b", match_all=True) == '"a" AND "b"'
+    assert fts_query("  ?!  ") is None
+
+
+async def test_bm25_ranks_and_snippets_highlight(workspace: Path) -> None:
+    """The memory with both words, one of them in its title, ranks first; stems match
+    (``test`` finds ``tests``); snippets mark the matching words."""
+    session = session_for(workspace)
+    ids = await save_all(session)
+    for n in range(6):  # words in most memories say little: give the index a background
+        await ok(session, "memory_save", {"content": f"Unrelated note number {n} about lunch"})
+    result = await ok(session, "memory_search", {"query": "python test"})
+    found = result.output["memories"]
+    assert found[0]["id"] == ids[0]
+    assert {m["id"] for m in found} == set(ids)  # every memory mentions python or tests
+    scores = [m["score"] for m in found]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] > scores[-1] > 0
+    assert "**Python** **tests**" in found[0]["snippet"]
+    assert result.text.startswith("4 memories (matching 'python test'):\n[")
+    assert "Python testing setup (build, testing, shared, " in result.text
+
+
+async def test_match_all_tags_and_listing(workspace: Path) -> None:
+    """``match: all`` needs every word; tags filter (normalised: lower case, no #); no
+    query lists the newest first."""
+    session = session_for(workspace)
+    ids = await save_all(session)
+    both = await ok(session, "memory_search", {"query": "tests release", "match": "all"})
+    assert [m["id"] for m in both.output["memories"]] == [ids[1]]
+    tagged = await ok(session, "memory_search", {"query": "tests", "tags": ["BUILD"]})
+    assert {m["id"] for m in tagged.output["memories"]} == {ids[0], ids[3]}
+    two_tags = await ok(session, "memory_search", {"tags": ["build", "database"]})
+    assert [m["id"] for m in two_tags.output["memories"]] == [ids[3]]
+    pref = await ok(session, "memory_search", {"tags": ["preference"]})
+    assert [m["id"] for m in pref.output["memories"]] == [ids[2]]
+    newest = await ok(session, "memory_search", {"limit": 2})
+    assert [m["id"] for m in newest.output["memories"]] == [ids[3], ids[2]]
+    assert newest.output["memories"][0]["score"] == 0.0
+    full = await ok(session, "memory_search", {"query": "postgresql", "include_content": True})
+    assert full.output["memories"][0]["snippet"] == MEMORIES[3]["content"]
+
+
+async def test_highlight_marks_come_from_params(workspace: Path) -> None:
+    """The host chooses the highlight marks."""
+    session = session_for(workspace, highlight_start="<b>", highlight_end="</b>")
+    await save_all(session)
+    result = await ok(session, "memory_search", {"query": "postgresql"})
+    assert "<b>PostgreSQL</b>" in result.output["memories"][0]["snippet"]
+
+
+async def test_scopes_and_restarts(workspace: Path) -> None:
+    """Shared memories survive a restart and reach every session; session memories only
+    the same session id, also after a restart."""
+    first = session_for(workspace, "alice")
+    shared = (await ok(first, "memory_save", {"content": "The API key lives in vault"})).output
+    own = (
+        await ok(first, "memory_save", {"content": "Alice wants terse answers", "scope": "session"})
+    ).output
+    assert (shared["scope"], own["scope"]) == ("shared", "session")
+
+    again = session_for(workspace, "alice")  # a new process, the same session id
+    found = await ok(again, "memory_search", {"query": "vault terse"})
+    assert {m["id"] for m in found.output["memories"]} == {shared["id"], own["id"]}
+    only_own = await ok(again, "memory_search", {"query": "vault terse", "scope": "session"})
+    assert [m["id"] for m in only_own.output["memories"]] == [own["id"]]
+
+    other = session_for(workspace, "bob")
+    seen = await ok(other, "memory_search", {"query": "vault terse"})
+    assert [m["id"] for m in seen.output["memories"]] == [shared["id"]]
+    denied = await other.call("memory_delete", {"ids": [own["id"]]})
+    assert denied.error is not None
+    assert denied.error.kind is ErrorKind.NOT_FOUND
+    overwrite = await other.call("memory_save", {"content": "x", "replace_id": own["id"]})
+    assert overwrite.error is not None
+    assert overwrite.error.kind is ErrorKind.NOT_FOUND
+
+
+async def test_duplicates_update_and_replace_corrects(workspace: Path) -> None:
+    """The same text saved twice is one memory (its tags updated); replace_id rewrites a
+    memory and the index follows."""
+    session = session_for(workspace)
+    first = (await ok(session, "memory_save", {"content": "Deploys run on Fridays"})).output
+    again = await ok(session, "memory_save", {"content": "Deploys run on Fridays", "tags": ["ops"]})
+    assert again.output["id"] == first["id"]
+    assert again.output["new"] is False
+    assert again.text == f"Updated memory {first['id']} (shared, tags: ops)."
+    fixed = await ok(
+        session,
+        "memory_save",
+        {"content": "Deploys run on Tuesdays", "replace_id": first["id"], "tags": ["ops"]},
+    )
+    assert fixed.output["id"] == first["id"]
+    assert (await ok(session, "memory_search", {"query": "fridays"})).output["memories"] == []
+    tuesday = await ok(session, "memory_search", {"query": "tuesdays"})
+    assert [m["id"] for m in tuesday.output["memories"]] == [first["id"]]
+
+
+async def test_delete(workspace: Path) -> None:
+    """Deleting removes memories from searches and tag filters; unknown ids are reported
+    as missing, or as not_found when nothing was deleted."""
+    session = session_for(workspace)
+    ids = await save_all(session)
+    result = await ok(session, "memory_delete", {"ids": [ids[0], ids[3], 999]})
+    assert result.output == {"deleted": [ids[0], ids[3]], "missing": [999]}
+    assert result.text == f"Deleted 2 memories: {ids[0]}, {ids[3]}. Not found: 999."
+    build = await ok(session, "memory_search", {"tags": ["build"]})
+    assert build.output["memories"] == []
+    gone = await session.call("memory_delete", {"ids": [ids[0]]})
+    assert gone.error is not None
+    assert gone.error.kind is ErrorKind.NOT_FOUND
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"content": ""},
+        {"content": "   "},
+        {"content": "x", "tags": ["two words"]},
+        {"content": "x", "scope": "everyone"},
+        {"content": "x" * 9_000},
+    ],
+)
+async def test_bad_saves_are_invalid(workspace: Path, args: dict[str, Any]) -> None:
+    """Blank or oversized content, malformed tags and unknown scopes are invalid_params."""
+    result = await session_for(workspace).call("memory_save", args)
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.INVALID_PARAMS, result.text
