@@ -21,6 +21,7 @@ PUBLIC_API = [
     "CallResult",
     "Capabilities",
     "Catalog",
+    "CenterError",
     "ConfigError",
     "ConfigIssue",
     "Context",

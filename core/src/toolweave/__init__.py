@@ -41,6 +41,7 @@ from toolweave.catalog import (
     external_tool,
 )
 from toolweave.errors import (
+    CenterError,
     ConfigError,
     ConfigIssue,
     DuplicateToolError,
@@ -84,6 +85,7 @@ __all__ = [
     "CallResult",
     "Capabilities",
     "Catalog",
+    "CenterError",
     "ConfigError",
     "ConfigIssue",
     "Context",

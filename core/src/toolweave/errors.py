@@ -17,8 +17,10 @@ Every exception toolweave raises derives from one base::
     ├── ConfigError          a tool-set configuration has problems; holds every
     │                        ConfigIssue found, not only the first
     ├── PackLoadError        a pack failed to import or raised in a hook
-    └── StateConflict        a state save was refused: another writer changed the
-                             key since it was read (nothing was saved)
+    ├── StateConflict        a state save was refused: another writer changed the
+    │                        key since it was read (nothing was saved)
+    └── CenterError          the registry center's store is unreadable, locked or
+                             read-only, or an operation names what it does not hold
 
 A tool call never raises out of ``Session.call``: whatever happens inside is turned
 into a :class:`ToolError` with one of the :class:`ErrorKind` values.
@@ -33,6 +35,7 @@ from typing import Any
 
 __all__ = [
     "PREVIEW_CHARS",
+    "CenterError",
     "ConfigError",
     "ConfigIssue",
     "DuplicateToolError",
@@ -312,3 +315,9 @@ class StateConflict(ToolweaveError):
             f"state {keys} of session {session_id} was changed by another writer since it "
             "was read; nothing was saved"
         )
+
+
+class CenterError(ToolweaveError):
+    """The registry center cannot do what was asked: its store is unreadable, locked,
+    read-only or unreachable, a name is taken by another source, or an operation names
+    something the center does not hold. The message says which and what to do."""

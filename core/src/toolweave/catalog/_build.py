@@ -100,6 +100,9 @@ class BuildPlan:
     entries: list[ToolEntry] = field(default_factory=list)
     reminders: list[Any] = field(default_factory=list)
     report: BuildReport = field(default_factory=BuildReport)
+    versions: dict[str, dict[str, ErasedTool]] = field(default_factory=dict)
+    """For each chosen tool with more than one usable version: every usable version
+    (what a registry center may pin or roll out at dispatch)."""
 
 
 _ENTRY_PATH = re.compile(r"(tools|remote)\[(\d+)\]")
@@ -272,6 +275,9 @@ class _Planner:
             )
             return
         tool = choice.tool
+        if len(choice.available) > 1:
+            every = self.registry.versions(p.fqid)
+            self.plan.versions[p.fqid] = {v: every[v] for v in choice.available}
         if choice.deprecated:
             self.plan.deprecated.append(
                 DeprecatedVersionWarning(p.fqid, tool.version, tool.replacement)

@@ -163,6 +163,7 @@ class ToolSetBuilder:
             reminders=plan.reminders,
             config=plan.config,
             report=plan.report,
+            versions=plan.versions,
         )
 
     def validate(

@@ -291,6 +291,7 @@ class ToolSet:
     """
 
     __slots__ = (
+        "__weakref__",
         "_by_name",
         "_deciders",
         "_encoded",
@@ -303,6 +304,7 @@ class ToolSet:
         "reminders",
         "report",
         "session_setup",
+        "versions",
     )
 
     def __init__(
@@ -315,6 +317,7 @@ class ToolSet:
         config: ToolSetConfig | None = None,
         report: BuildReport | None = None,
         renderer: TemplateRenderer | None = None,
+        versions: Mapping[str, Mapping[str, ErasedTool]] | None = None,
     ) -> None:
         init = object.__setattr__
         init(self, "entries", tuple(entries))
@@ -330,6 +333,7 @@ class ToolSet:
         self._rendered: dict[str, list[dict[str, Any]]] = {}
         self._encoded: dict[str, bytes] = {}
         self._deciders: tuple[ToolEntry, ...] | None = None
+        init(self, "versions", MappingProxyType(dict(versions or {})))
 
     entries: tuple[ToolEntry, ...]
     session_setup: Callable[[Session], None] | None
@@ -339,6 +343,10 @@ class ToolSet:
     config: ToolSetConfig
     options: Mapping[str, Any]
     report: BuildReport
+    versions: Mapping[str, Mapping[str, ErasedTool]]
+    """Fully qualified id → every usable behaviour version (version → handle), for the
+    tools that have more than one; the entry runs the configured one, and a registry
+    center may route a session's calls to another (see :meth:`version_entry`)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name[0] != "_":
@@ -418,6 +426,40 @@ class ToolSet:
             )
         timeout = tool.capabilities.timeout
         return ToolEntry(client, tool, timeout=timeout if timeout else config.external_timeout)
+
+    def version_entry(self, entry: ToolEntry, version: str) -> ToolEntry | None:
+        """``entry`` running behaviour ``version`` of its tool instead: same client name,
+        parameter names, params and deadline; the version's own description (its
+        placeholders rendered against this set) and schema. ``None`` when the set does
+        not hold that version of the tool."""
+        if entry.tool.version == version:
+            return entry
+        tool = self.versions.get(entry.tool.fqid, {}).get(version)
+        if tool is None:
+            return None
+        try:
+            description = self.render_template(tool.description)
+        except Exception:
+            description = tool.description
+        params = entry.params
+        if (
+            params is not None
+            and tool.params_type is not None
+            and not isinstance(params, tool.params_type)
+        ):
+            try:
+                params = tool.params_type.model_validate(params.model_dump())
+            except ValidationError:
+                return None
+        return ToolEntry(
+            entry.name,
+            tool,
+            description=description,
+            to_client=entry.to_client,
+            params=params,
+            timeout=entry.timeout,
+            kind=entry.kind,
+        )
 
     def _list_deciders(self) -> tuple[ToolEntry, ...]:
         """The entries whose tool decides per session whether it is listed (a class

@@ -111,8 +111,8 @@ class SessionServer:
             self._legacy[key] = ctx.session
 
     def tools(self) -> list[types.Tool]:
-        """The MCP tool list (rebuilt when the session's external tools change)."""
-        version = self.session.external_version
+        """The MCP tool list (rebuilt when the session's listing changes)."""
+        version = self.session.listing_version
         if self._listing is None or self._listing_version != version:
             session = self.session
             external = session.external
@@ -164,14 +164,15 @@ class SessionServer:
                 self._legacy.pop(key, None)
 
     async def watch(self) -> None:
-        """Send ``tools/list_changed`` whenever the session's external tools change.
+        """Send ``tools/list_changed`` whenever the session's listing changes (its external
+        tools, or a registry center's overlay).
 
         Runs until cancelled; :meth:`run_stdio` and :meth:`run_http` run it.
         """
-        seen = self.session.external_version
+        seen = self.session.listing_version
         while True:
             await anyio.sleep(self.watch_interval)
-            now = self.session.external_version
+            now = self.session.listing_version
             if now != seen:
                 seen = now
                 await self.notify_tools_changed()

@@ -6,7 +6,9 @@ A hook is a :class:`CallHook` that overrides any of four methods, each a plain o
 - ``admit(call)``: before the arguments are validated (``call.arguments`` is
   ``None``). Return a :class:`~toolweave.ToolError` (or raise one) to refuse the
   call; roles, enable/disable and circuit breakers decide here, so a refused call
-  costs no validation and its answer does not depend on its arguments.
+  costs no validation and its answer does not depend on its arguments. An admit step
+  may also :meth:`~HookCall.route` the call to another behaviour version of its tool
+  (the registry center's pins and gray releases).
 - ``before(call)``: after validation (``call.arguments`` holds the validated
   arguments). Refuse as above, or return a mapping of new arguments (client
   parameter names, as a model would send them): they are validated again and the
@@ -120,7 +122,7 @@ class HookCall(Context):
         depth: 0 for a call from the host, 1 and more for calls tools make.
     """
 
-    __slots__ = ("arguments",)
+    __slots__ = ("arguments", "hook_data")
     entry: ToolEntry
 
     def __init__(self, session: Session, entry: ToolEntry, call_id: str | None) -> None:
@@ -129,6 +131,27 @@ class HookCall(Context):
         self.call_id = call_id
         self._record = None
         self.arguments: Any = None
+        self.hook_data: Any = None
+        """Free for hooks: a value kept from one step of the call to the next (the
+        registry center keeps the time the call was admitted)."""
+
+    def route(self, entry: ToolEntry) -> None:
+        """Run ``entry`` instead (from an ``admit`` step): another behaviour version of
+        the same tool under the same client name, e.g. from
+        :meth:`ToolSet.version_entry <toolweave.ToolSet.version_entry>`. Its arguments
+        are validated against that version.
+
+        Raises:
+            UsageError: ``entry`` has another client name, or the arguments were
+                validated already (``before`` steps cannot route).
+        """
+        if entry.name != self.entry.name or self.arguments is not None:
+            from toolweave.errors import UsageError
+
+            raise UsageError(
+                "a call is routed only from an admit step, to an entry of the same name"
+            )
+        self.entry = entry
 
     @property
     def name(self) -> str:

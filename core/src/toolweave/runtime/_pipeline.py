@@ -167,6 +167,7 @@ async def run_call(
                 refused = await plan.check(hook_call, plan.admit)
                 if refused is not None:
                     return await _after(plan, hook_call, refused)
+            entry = hook_call.entry  # an admit step may route the call (HookCall.route)
     # 3. validate
     try:
         args = entry.parse(arguments)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, final
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, final
 
 import anyio
 import anyio.from_thread
@@ -33,15 +33,33 @@ if TYPE_CHECKING:
     from toolweave.catalog._erasure import ErasedTool
     from toolweave.catalog._toolset import ToolSet
 
-__all__ = ["Session", "SyncSession", "ToolStream"]
+__all__ = ["ListingOverlay", "Session", "SyncSession", "ToolStream"]
 
 logger = logging.getLogger("toolweave")
 
 T = TypeVar("T")
 
+_UNSEEN = object()
+"""The overlay stamp of a session that has not asked its overlay yet."""
+
 DEFAULT_TIMEOUT = 120.0
 """Seconds a call may run when neither the tool, its configuration nor the session
 says otherwise (local and external tools alike)."""
+
+
+class ListingOverlay(Protocol):
+    """What a session's listing consults besides its tool set: a registry center's
+    view (disabled tools, roles, pinned versions). See :meth:`Session.set_overlay`."""
+
+    def stamp(self) -> object:
+        """A value that changes whenever :meth:`view` may answer differently (cheap:
+        asked on every listing)."""
+        ...
+
+    def view(self, session: Session) -> tuple[frozenset[str], Mapping[str, ToolEntry]]:
+        """The client names to leave out of ``session``'s listing, and the entries
+        (other behaviour versions) to list instead of the set's, by client name."""
+        ...
 
 
 @final
@@ -84,11 +102,16 @@ class Session:
         "_listing",
         "_listing_json",
         "_notifier",
+        "_overlay",
+        "_overlay_stamp",
         "_plans",
         "_reminders",
         "_running",
         "_state",
         "_unlisted",
+        "_view_hidden",
+        "_view_routes",
+        "_view_version",
         "debug",
         "default_timeout",
         "external_timeout",
@@ -137,6 +160,11 @@ class Session:
         self._listing_json: dict[tuple[str, bool], bytes] = {}
         self._hidden: frozenset[str] | None = None
         """Built-in tools whose ``should_list`` is false in this session (asked once)."""
+        self._overlay: ListingOverlay | None = None
+        self._overlay_stamp: object = None
+        self._view_hidden: frozenset[str] = frozenset()
+        self._view_routes: Mapping[str, ToolEntry] = {}
+        self._view_version = 0
         self.external_version = 0
         """Bumped on every change of the external tools; hosts can watch it."""
         self._closers: list[Callable[[], Any]] = []
@@ -273,15 +301,17 @@ class Session:
 
     # -- hooks and guards -------------------------------------------------------------
 
-    def add_hook(self, hook: CallHook) -> Callable[[], None]:
+    def add_hook(self, hook: CallHook, *, first: bool = False) -> Callable[[], None]:
         """Run ``hook`` around every later call of this session (see
-        :class:`~toolweave.CallHook`); hooks run in the order they were added.
+        :class:`~toolweave.CallHook`); hooks run in the order they were added, except
+        that a hook added with ``first=True`` runs before those already there (the
+        registry center's does, so roles and status decide before anything else).
 
         Returns a function that removes the hook again.
         """
         if not isinstance(hook, CallHook):
             raise UsageError(f"a call hook is a CallHook, not {type(hook).__name__}")
-        self._hooks = (*self._hooks, hook)
+        self._hooks = (hook, *self._hooks) if first else (*self._hooks, hook)
         self.refresh_hooks()
 
         def remove() -> None:
@@ -341,6 +371,49 @@ class Session:
 
     # -- listing ------------------------------------------------------------------
 
+    def set_overlay(self, overlay: ListingOverlay | None) -> None:
+        """Let ``overlay`` (a registry center's view of this session) hide tools from the
+        listing and replace the definitions of others (see :class:`ListingOverlay`);
+        ``None`` removes it. Refusing and routing the calls themselves is the job of
+        the overlay's call hook."""
+        self._overlay = overlay
+        self._overlay_stamp = _UNSEEN
+        self._sync_overlay()
+
+    def _sync_overlay(self) -> None:
+        """Take the overlay's current view when its stamp has changed."""
+        overlay = self._overlay
+        if overlay is None:
+            self._overlay_stamp = None
+            if self._view_hidden or self._view_routes:
+                self._view_hidden = frozenset()
+                self._view_routes = {}
+                self._view_changed()
+            return
+        stamp = overlay.stamp()
+        if stamp == self._overlay_stamp:
+            return
+        hidden, routes = overlay.view(self)
+        self._overlay_stamp = stamp
+        if hidden != self._view_hidden or routes != self._view_routes:
+            self._view_hidden = hidden
+            self._view_routes = routes
+            self._view_changed()
+
+    def _view_changed(self) -> None:
+        self._listing.clear()
+        self._listing_json.clear()
+        self._view_version += 1
+
+    @property
+    def listing_version(self) -> int:
+        """Grows whenever :meth:`definitions` may answer differently (external tools
+        changed, or the overlay hid, showed or replaced a tool); the MCP server sends
+        ``tools/list_changed`` when it moves."""
+        if self._overlay is not None:
+            self._sync_overlay()
+        return self.external_version + self._view_version
+
     def definitions(
         self,
         format: str = "openai",
@@ -358,15 +431,24 @@ class Session:
         new list of them.
         """
         hidden = self._hidden if self._hidden is not None else self._find_hidden()
+        routes = self._view_routes
+        if self._overlay is not None:
+            self._sync_overlay()
+            routes = self._view_routes
+            hidden = hidden | self._view_hidden
         external = include_external and bool(self._external)
-        if not hidden and not external:
+        if not hidden and not external and not routes:
             return self.toolset.definitions(format)
         cached = self._listing.get((format, external))
         if cached is None:
             from toolweave.formats import render  # formats load on the first listing
 
-            if hidden:
-                entries = [e.definition for e in self.toolset.entries if e.name not in hidden]
+            if hidden or routes:
+                entries = [
+                    routes.get(e.name, e).definition
+                    for e in self.toolset.entries
+                    if e.name not in hidden
+                ]
                 cached = render(entries, format)
             else:
                 cached = self.toolset.definitions(format)
@@ -375,7 +457,7 @@ class Session:
                 extra = [
                     self._external[n].definition
                     for n in sorted(self._external)
-                    if n not in unlisted
+                    if n not in unlisted and n not in hidden
                 ]
                 cached = cached + render(extra, format)
             self._listing[(format, external)] = cached
@@ -390,8 +472,11 @@ class Session:
             ``body = b'{"model": "gpt-5.5", "tools": ' + session.definitions_json() + b"}"``
         """
         hidden = self._hidden if self._hidden is not None else self._find_hidden()
+        if self._overlay is not None:
+            self._sync_overlay()
+            hidden = hidden | self._view_hidden
         external = include_external and bool(self._external)
-        if not hidden and not external:
+        if not hidden and not external and not self._view_routes:
             return self.toolset.definitions_json(format)
         cached = self._listing_json.get((format, external))
         if cached is None:
@@ -518,8 +603,11 @@ class Session:
 
     def _unknown(self, name: object, call_id: str | None) -> CallResult:
         hidden = self._hidden if self._hidden is not None else self._find_hidden()
+        if self._overlay is not None:
+            self._sync_overlay()
+            hidden = hidden | self._view_hidden
         names = [n for n in self.toolset.names if n not in hidden]
-        names += sorted(set(self._external) - self._unlisted)
+        names += sorted(set(self._external) - self._unlisted - hidden)
         shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
         if isinstance(name, str):
             what = f"There is no tool named {name[:100]!r}"

@@ -1,0 +1,1022 @@
+"""The registry center: every tool of a deployment, its lifecycle overlay, the change
+feed, circuit breakers and the audit."""
+
+from __future__ import annotations
+
+import atexit
+import getpass
+import hashlib
+import logging
+import re
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, final
+
+from toolweave.center._model import (
+    SETTABLE,
+    AuditEntry,
+    BreakerSettings,
+    CenterError,
+    ChangeEvent,
+    Status,
+    ToolRecord,
+    ToolState,
+)
+from toolweave.center._store import CenterStore, Flags, SQLiteCenterStore
+
+if TYPE_CHECKING:
+    from toolweave.catalog._erasure import ErasedTool
+    from toolweave.catalog._toolset import ToolEntry, ToolSet
+    from toolweave.center._attach import CenterHook
+    from toolweave.runtime._session import Session
+
+__all__ = ["AuditMode", "Center", "CenterHealth", "source_of"]
+
+logger = logging.getLogger("toolweave")
+
+AuditMode = Literal["on", "off", "required"]
+"""``on``: every call and change is audited, never blocking a call; ``off``: changes
+only; ``required``: as ``on``, and a tool that is not read-only is refused
+(``unavailable``) while the audit cannot be written."""
+
+Subscriber = Callable[[ChangeEvent], Any]
+
+_PACK_ORIGIN = re.compile(r"pack (?P<name>\S+)(?: \((?P<dist>\S+)(?: \S+)?\))?$")
+
+_ACTIONS = {
+    Status.ENABLED: "enable",
+    Status.DISABLED: "disable",
+    Status.OFFLINE: "offline",
+    Status.QUARANTINED: "quarantine",
+}
+"""The audit's word for setting each status."""
+
+DEFAULT_POLL = 0.25
+"""Seconds between two looks at the store's version (and audit flushes)."""
+
+
+def source_of(tool: ErasedTool) -> str:
+    """The center source id of a tool: ``mcp:<server>`` for remote tools,
+    ``pack:<distribution>`` for a pack's tools (the pack's name when it has no
+    distribution), else its origin (``host``)."""
+    if tool.source != "local":
+        return tool.source
+    m = _PACK_ORIGIN.match(tool.origin)
+    if m is not None:
+        return f"pack:{m['dist'] or m['name']}"
+    return tool.origin
+
+
+def bucket(name: str, session_id: str) -> int:
+    """A session's stable bucket (0-9999) for the gray release of tool ``name``: the
+    same in every process, for the session's whole life."""
+    digest = hashlib.blake2b(f"{name}\0{session_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class CenterHealth:
+    """How the center is doing.
+
+    Attributes:
+        store: Where its store is.
+        version: The version of the center's current view.
+        tools: How many tools it holds.
+        degraded: Why the view may be stale or changes may fail (``""``: healthy).
+        readonly: The store refuses changes.
+        audit: The audit mode.
+        audit_pending: Entries waiting to be written.
+        audit_dropped: Entries dropped because the buffer was full (reported, never
+            silently).
+        audit_error: Why the last audit write failed (``""``: it did not).
+    """
+
+    store: str
+    version: int
+    tools: int
+    degraded: str
+    readonly: bool
+    audit: str
+    audit_pending: int
+    audit_dropped: int
+    audit_error: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "store": self.store,
+            "version": self.version,
+            "tools": self.tools,
+            "degraded": self.degraded,
+            "readonly": self.readonly,
+            "audit": self.audit,
+            "audit_pending": self.audit_pending,
+            "audit_dropped": self.audit_dropped,
+            "audit_error": self.audit_error,
+        }
+
+
+@final
+class Snapshot:
+    """One version of the center, read-only, with what the call path asks derived once."""
+
+    __slots__ = (
+        "breaker_cfg",
+        "flags",
+        "groups",
+        "open",
+        "pins",
+        "reasons",
+        "records",
+        "roles",
+        "rollouts",
+        "status",
+        "version",
+    )
+
+    def __init__(self, version: int, records: Mapping[str, ToolRecord], flags: Flags) -> None:
+        self.version = version
+        self.records = dict(records)
+        self.flags = flags
+        self.groups: dict[str, tuple[str, ...]] = {}
+        self.roles: dict[str, tuple[str, ...] | None] = {}
+        self.status: dict[str, Status] = {}
+        self.reasons: dict[str, str] = {}
+        self.pins: dict[str, dict[str, str]] = {}
+        self.rollouts: dict[str, tuple[str, float]] = {}
+        self.breaker_cfg: dict[str, BreakerSettings] = {}
+        self.open: dict[str, tuple[str, float]] = {}
+        """Breaker key → (state, until): circuits that are open or half-open."""
+        off: dict[tuple[str, str], tuple[Status, str]] = {}
+        for (scope, target, flag), value in flags.items():
+            if flag == "status" and scope in ("group", "source"):
+                off[(scope, target)] = (Status(value["status"]), value.get("reason", ""))
+            elif flag == "breaker":
+                self.breaker_cfg[target] = BreakerSettings(**value)
+            elif scope == "breaker" and flag == "state":
+                self.open[target] = (value["state"], float(value["until"]))
+        for name, record in self.records.items():
+            groups = flags.get(("tool", name, "groups"))
+            self.groups[name] = tuple(groups) if groups is not None else record.groups
+            roles = flags.get(("tool", name, "roles"))
+            self.roles[name] = (
+                record.roles
+                if roles is None
+                else (None if roles["roles"] is None else tuple(roles["roles"]))
+            )
+            status, reason = Status.ENABLED, ""
+            own = flags.get(("tool", name, "status"))
+            if own is not None:
+                status, reason = Status(own["status"]), own.get("reason", "")
+            for scope, target in [("source", record.source)] + [
+                ("group", g) for g in self.groups[name]
+            ]:
+                found = off.get((scope, target))
+                if (
+                    found is not None
+                    and found[0] is not Status.ENABLED
+                    and (status is Status.ENABLED or found[0] is Status.DISABLED)
+                ):
+                    status, reason = found
+                    reason = reason or f"its {scope} {target} is {found[0].value}"
+            self.status[name] = status
+            if reason:
+                self.reasons[name] = reason
+            pins = {
+                flag[4:]: value["version"]
+                for (scope, target, flag), value in flags.items()
+                if scope == "tool"
+                and target == name
+                and flag.startswith("pin:")
+                and value.get("version") is not None
+            }
+            if pins:
+                self.pins[name] = pins
+            rollout = flags.get(("tool", name, "rollout"))
+            if rollout is not None:
+                self.rollouts[name] = (rollout["version"], float(rollout["percent"]))
+
+    def version_for(self, name: str, session_id: str, cohort: str | None) -> str | None:
+        """The behaviour version a session runs for ``name``: a pin for its cohort, else
+        the gray release if its bucket is in, else a pin for everyone, else ``None``
+        (the version its tool set was configured with)."""
+        pins = self.pins.get(name)
+        if pins is not None and cohort is not None and cohort in pins:
+            return pins[cohort]
+        rollout = self.rollouts.get(name)
+        if rollout is not None and bucket(name, session_id) < rollout[1] * 100:
+            return rollout[0]
+        if pins is not None:
+            return pins.get("*")
+        return None
+
+
+class _Breaker:
+    """One circuit's recent failures in this process."""
+
+    __slots__ = ("failures", "trial")
+
+    def __init__(self) -> None:
+        self.failures: deque[float] = deque()
+        self.trial = False
+        """This process let a trial call through and waits for its outcome."""
+
+
+_centers: weakref.WeakSet[Center] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for center in list(_centers):
+        center.close()
+
+
+@final
+class Center:
+    """The registry center: one registry of every tool a deployment knows, whatever
+    its source, and the lifecycle overlay running sessions consult.
+
+    Open one with :meth:`open`; :meth:`attach` a session to it. Operations (enable,
+    disable, pin, rollout, roles, breakers) are written to the store at once, audited,
+    and reach every attached session, in this process and in others sharing the
+    store, within a second: a background thread polls the store's version every
+    ``poll_interval`` seconds and writes the buffered audit.
+
+    Args:
+        store: Where the center keeps everything.
+        poll_interval: Seconds between looks at the store (and audit flushes).
+        audit: ``on`` (default), ``off`` (changes only) or ``required`` (see
+            :data:`AuditMode`).
+        audit_buffer: Call entries kept in memory while the store cannot be written;
+            beyond it the oldest are dropped and counted in :meth:`health`.
+        breaker: Breaker settings for tools and MCP servers that have none of their own.
+
+    Example:
+        ```python
+        center = Center.open("sqlite:///var/lib/agents/center.db")
+        session = toolset.session()
+        center.attach(session, role="common_user")
+        center.disable("bash", reason="incident 42")
+        ```
+    """
+
+    def __init__(
+        self,
+        store: CenterStore,
+        *,
+        poll_interval: float = DEFAULT_POLL,
+        audit: AuditMode = "on",
+        audit_buffer: int = 100_000,
+        breaker: BreakerSettings | None = None,
+    ) -> None:
+        if audit not in ("on", "off", "required"):
+            raise CenterError(f"audit is 'on', 'off' or 'required', not {audit!r}")
+        self.store = store
+        self.poll_interval = poll_interval
+        self.audit_mode: AuditMode = audit
+        self.audit_buffer = audit_buffer
+        self.breaker = breaker if breaker is not None else BreakerSettings()
+        self._reload_lock = threading.Lock()
+        self._subscribers: list[Subscriber] = []
+        self._pending: deque[AuditEntry] = deque()
+        self._flush_lock = threading.Lock()
+        self._audit_dropped = 0
+        self._audit_error = ""
+        self._degraded = ""
+        self._breakers: dict[str, _Breaker] = {}
+        self._registered: weakref.WeakSet[ToolSet] = weakref.WeakSet()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        version, records, flags = store.load()
+        self.snapshot = Snapshot(version, records, flags)
+        """The center's current view (replaced, never changed, on every new version)."""
+        _centers.add(self)
+
+    @classmethod
+    def open(cls, url: str | Path, **options: Any) -> Center:
+        """Open the center stored at ``url``: an SQLite path, or ``sqlite:///<path>``
+        (created when missing); ``options`` are :class:`Center`'s.
+
+        Raises:
+            CenterError: The URL names a store this installation has no support for, or
+                the store cannot be opened (the message says why).
+        """
+        text = str(url)
+        if isinstance(url, Path) or "://" not in text:
+            return cls(SQLiteCenterStore(Path(text).expanduser()), **options)
+        scheme, _, rest = text.partition("://")
+        if scheme == "sqlite":
+            path = rest[1:] if rest.startswith("/") and rest[1:2] == "/" else rest
+            if not path:
+                raise CenterError(f"{text!r} names no file: use sqlite:///path/to/center.db")
+            return cls(SQLiteCenterStore(Path(path).expanduser()), **options)
+        raise CenterError(
+            f"no center store for {scheme}:// URLs in this installation "
+            "(use an SQLite path or sqlite:///path)"
+        )
+
+    def __repr__(self) -> str:
+        return f"<Center {self.store.describe()} version={self.snapshot.version}>"
+
+    def __enter__(self) -> Center:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def version(self) -> int:
+        """The version of the current view (grows with every change)."""
+        return self.snapshot.version
+
+    # -- background: polling and audit --------------------------------------------------
+
+    def start(self) -> None:
+        """Start the background thread that follows the store and writes the audit
+        (:meth:`attach` starts it; idempotent)."""
+        if self._thread is None and not self._closed:
+            self._thread = threading.Thread(
+                target=self._run, name=f"toolweave-center {self.store.describe()}", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.poll_interval)
+            self._wake.clear()
+            self.flush_audit()
+            self.refresh()
+
+    def refresh(self) -> bool:
+        """Look at the store now; take its new version if there is one. ``True`` when
+        the view changed. A store that cannot be read leaves the last view in place and
+        marks the center degraded (see :meth:`health`)."""
+        try:
+            current = self.store.version()
+        except CenterError as exc:
+            self._set_degraded(str(exc))
+            return False
+        if current == self.snapshot.version:
+            self._set_degraded("")
+            return False
+        return self._reload()
+
+    def _reload(self) -> bool:
+        with self._reload_lock:
+            before = self.snapshot.version
+            try:
+                version, records, flags = self.store.load()
+                events = self.store.changes_since(before) if self._subscribers else []
+            except CenterError as exc:
+                self._set_degraded(str(exc))
+                return False
+            self._set_degraded("")
+            if version == before:
+                return False
+            self.snapshot = Snapshot(version, records, flags)
+        if self._subscribers:
+            if not events or events[0].version != before + 1:
+                events.insert(0, ChangeEvent(version, "resync", "*", {}, time.time()))
+            for event in events:
+                self._publish(event)
+        return True
+
+    def _set_degraded(self, why: str) -> None:
+        if why and why != self._degraded:
+            logger.error("the registry center is degraded (last view kept): %s", why)
+        elif not why and self._degraded:
+            logger.warning("the registry center recovered: %s", self.store.describe())
+        self._degraded = why
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback`` with every :class:`ChangeEvent` from now on (from the
+        center's thread, or the thread that made the change). A ``resync`` event means
+        events were missed: read the state again. Returns the unsubscribe function."""
+        self._subscribers.append(callback)
+        self.start()
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _publish(self, event: ChangeEvent) -> None:
+        for callback in list(self._subscribers):
+            try:
+                callback(event)
+            except Exception:
+                logger.exception("a change-feed subscriber of the center raised")
+
+    def record_call(self, entry: AuditEntry) -> None:
+        """Queue a call's audit entry (written by the center's thread, never blocking)."""
+        if self.audit_mode == "off":
+            return
+        pending = self._pending
+        pending.append(entry)
+        if len(pending) > self.audit_buffer:
+            try:
+                pending.popleft()
+            except IndexError:
+                return
+            self._audit_dropped += 1
+            if self._audit_dropped == 1 or self._audit_dropped % 1000 == 0:
+                logger.error(
+                    "the audit buffer of the center is full: %d entries dropped so far",
+                    self._audit_dropped,
+                )
+        elif len(pending) >= 512:
+            self._wake.set()
+
+    def flush_audit(self) -> int:
+        """Write the queued audit entries now; returns how many were written. Entries
+        that cannot be written stay queued (see :meth:`health`)."""
+        with self._flush_lock:
+            pending = self._pending
+            if not pending:
+                return 0
+            batch = list(pending)
+            try:
+                self.store.append_audit(batch)
+            except CenterError as exc:
+                if str(exc) != self._audit_error:
+                    logger.error("writing the audit failed (kept in memory): %s", exc)
+                self._audit_error = str(exc)
+                return 0
+            for _ in range(len(batch)):
+                pending.popleft()
+            self._audit_error = ""
+            return len(batch)
+
+    @property
+    def audit_ok(self) -> bool:
+        """The last audit write succeeded."""
+        return not self._audit_error
+
+    def health(self) -> CenterHealth:
+        """How the center is doing (store, version, degradation, audit backlog)."""
+        return CenterHealth(
+            self.store.describe(),
+            self.snapshot.version,
+            len(self.snapshot.records),
+            self._degraded,
+            self.store.readonly,
+            self.audit_mode,
+            len(self._pending),
+            self._audit_dropped,
+            self._audit_error,
+        )
+
+    def close(self) -> None:
+        """Stop the thread, write the queued audit, close the store (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self.flush_audit()
+        if self._pending:
+            logger.error(
+                "the center closed with %d audit entries it could not write", len(self._pending)
+            )
+        self.store.close()
+        _centers.discard(self)
+
+    # -- registration -------------------------------------------------------------------
+
+    def register(self, records: Iterable[ToolRecord], *, actor: str | None = None) -> None:
+        """Add tools to the registry, or update their metadata.
+
+        Raises:
+            CenterError: A name is held by another source (the message names both), or
+                the store refuses the change.
+        """
+        events = self.store.register(list(records), actor=actor or _user())
+        if events:
+            self._reload()
+
+    def register_toolset(
+        self, toolset: ToolSet, *, groups: Mapping[str, Iterable[str]] | None = None
+    ) -> None:
+        """Register every entry of ``toolset`` (once per set and center; :meth:`attach`
+        does it). ``groups`` gives tools their groups by client name.
+
+        Raises:
+            CenterError: As :meth:`register`.
+        """
+        if toolset in self._registered:
+            return
+        self.register(
+            [record_of(e, toolset, (groups or {}).get(e.name, ())) for e in toolset.entries]
+        )
+        self._registered.add(toolset)
+
+    def unregister(self, name: str, *, actor: str | None = None, reason: str = "") -> None:
+        """Remove a tool from the registry (its audit trail stays).
+
+        Raises:
+            CenterError: There is no such tool, or the store refuses the change.
+        """
+        self.store.unregister(name, actor=actor or _user(), reason=reason)
+        self._reload()
+
+    def attach(
+        self,
+        session: Session,
+        *,
+        role: str | None = None,
+        cohort: str | None = None,
+        groups: Mapping[str, Iterable[str]] | None = None,
+    ) -> CenterHook:
+        """Put ``session`` under the center: its tools are registered, its listing
+        leaves out what the center disables or its role may not use, and its calls
+        pass the center's hook first (status, role, breaker, version, audit).
+
+        Args:
+            session: The session.
+            role: The session's role (the host's word, never the model's). Tools with a
+                role whitelist are out of reach of a session without a role.
+            cohort: The group of sessions it belongs to, for cohort pins.
+            groups: Groups of the set's tools by client name (at first registration).
+
+        Returns:
+            The hook; ``session.remove_hook(hook)`` and ``session.set_overlay(None)``
+            detach the session again.
+
+        Raises:
+            CenterError: Registering the session's tools failed (a name held by another
+                source, a store that refuses changes other than read-only).
+        """
+        from toolweave.center._attach import CenterHook
+
+        if not self.store.readonly:
+            self.register_toolset(session.toolset, groups=groups)
+        hook = CenterHook(self, session, role=role, cohort=cohort)
+        session.add_hook(hook, first=True)
+        session.set_overlay(hook)
+        self.start()
+        return hook
+
+    def _register_external(self, entry: ToolEntry) -> None:
+        """Register a tool a session gained at run time (an MCP server's); failures are
+        logged, and the tool then runs unregistered (no whitelist, enabled)."""
+        try:
+            self.register([record_of(entry, None, ())])
+        except CenterError as exc:
+            logger.error("registering %s with the center failed: %s", entry.name, exc)
+
+    # -- reading ----------------------------------------------------------------------
+
+    def tools(self) -> list[ToolState]:
+        """Every tool with its current state, by name."""
+        snap = self.snapshot
+        return [self._state(snap, name) for name in sorted(snap.records)]
+
+    def tool(self, name: str) -> ToolState:
+        """One tool's state.
+
+        Raises:
+            CenterError: There is no such tool.
+        """
+        snap = self.snapshot
+        if name not in snap.records:
+            raise CenterError(_unknown(name, snap))
+        return self._state(snap, name)
+
+    def _state(self, snap: Snapshot, name: str) -> ToolState:
+        record = snap.records[name]
+        status = snap.status[name]
+        breaker = "closed"
+        for key in (name, record.source):
+            found = snap.open.get(key)
+            if found is not None:
+                breaker = found[0]
+                if status is Status.ENABLED:
+                    status = Status.CIRCUIT_OPEN
+        return ToolState(
+            record,
+            status,
+            snap.roles[name],
+            snap.groups[name],
+            snap.pins.get(name, {}),
+            snap.rollouts.get(name),
+            breaker,
+            snap.reasons.get(name, ""),
+        )
+
+    def breakers(self) -> dict[str, dict[str, Any]]:
+        """Every breaker that is not closed, or has settings of its own: key →
+        ``{"state", "until", "settings"}``."""
+        snap = self.snapshot
+        out: dict[str, dict[str, Any]] = {}
+        for key in sorted(set(snap.open) | set(snap.breaker_cfg)):
+            state, until = snap.open.get(key, ("closed", 0.0))
+            cfg = snap.breaker_cfg.get(key)
+            out[key] = {
+                "state": state,
+                "until": until if state != "closed" else None,
+                "settings": None if cfg is None else _settings_dict(cfg),
+            }
+        return out
+
+    def audit(
+        self,
+        *,
+        type: str | None = None,
+        session: str | None = None,
+        tool: str | None = None,
+        outcome: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 100,
+    ) -> list[AuditEntry]:
+        """Audit entries (newest first) matching every filter given; queued call
+        entries are written first."""
+        self.flush_audit()
+        return self.store.query_audit(
+            type=type,
+            session=session,
+            tool=tool,
+            outcome=outcome,
+            since=since,
+            until=until,
+            limit=limit,
+        )
+
+    # -- lifecycle operations -------------------------------------------------------------
+
+    def _change(
+        self,
+        scope: str,
+        target: str,
+        flag: str,
+        update: Callable[[Any], Any],
+        *,
+        actor: str | None,
+        reason: str,
+        action: str,
+    ) -> bool:
+        event = self.store.update_flag(
+            scope, target, flag, update, actor=actor or _user(), reason=reason, action=action
+        )
+        if event is not None:
+            self._reload()
+        return event is not None
+
+    def _target(self, name: str | None, group: str | None, source: str | None) -> tuple[str, str]:
+        given = [(s, t) for s, t in (("tool", name), ("group", group), ("source", source)) if t]
+        if len(given) != 1:
+            raise CenterError("name exactly one of a tool, a group (group=) or a source (source=)")
+        scope, target = given[0]
+        if scope == "tool" and target not in self.snapshot.records:
+            raise CenterError(_unknown(target, self.snapshot))
+        return scope, target
+
+    def set_status(
+        self,
+        name: str | None = None,
+        status: Status | str = Status.ENABLED,
+        *,
+        group: str | None = None,
+        source: str | None = None,
+        actor: str | None = None,
+        reason: str = "",
+    ) -> bool:
+        """Set the status of a tool, every tool of a group, or every tool of a source
+        (``enabled``, ``disabled``, ``offline``, ``quarantined``). Returns ``False``
+        when it already was so.
+
+        Raises:
+            CenterError: An unknown tool or status, or the store refuses the change.
+        """
+        try:
+            wanted = Status(status)
+        except ValueError:
+            wanted = None
+        if wanted not in SETTABLE:
+            raise CenterError(
+                f"status is one of {', '.join(sorted(s.value for s in SETTABLE))}, not {status!r}"
+            )
+        assert wanted is not None
+        scope, target = self._target(name, group, source)
+        value = None if wanted is Status.ENABLED else {"status": wanted.value, "reason": reason}
+        return self._change(
+            scope, target, "status", lambda _: value, actor=actor, reason=reason,
+            action=_ACTIONS[wanted],
+        )  # fmt: skip
+
+    def enable(
+        self,
+        name: str | None = None,
+        *,
+        group: str | None = None,
+        source: str | None = None,
+        actor: str | None = None,
+        reason: str = "",
+    ) -> bool:
+        """Enable a tool, a group or a source again (see :meth:`set_status`)."""
+        return self.set_status(
+            name, Status.ENABLED, group=group, source=source, actor=actor, reason=reason
+        )
+
+    def disable(
+        self,
+        name: str | None = None,
+        *,
+        group: str | None = None,
+        source: str | None = None,
+        actor: str | None = None,
+        reason: str = "",
+    ) -> bool:
+        """The emergency brake: the tool (or every tool of the group or source) leaves
+        every attached session's listing and its calls answer ``unavailable`` with
+        ``reason``, within a second everywhere."""
+        return self.set_status(
+            name, Status.DISABLED, group=group, source=source, actor=actor, reason=reason
+        )
+
+    def _check_version(self, name: str, version: str) -> None:
+        record = self.snapshot.records.get(name)
+        if record is None:
+            raise CenterError(_unknown(name, self.snapshot))
+        if record.versions and version not in record.versions:
+            raise CenterError(
+                f"{name} has no version {version!r}; known: {', '.join(record.versions)}"
+            )
+
+    def pin(
+        self,
+        name: str,
+        version: str,
+        *,
+        cohort: str | None = None,
+        actor: str | None = None,
+        reason: str = "",
+    ) -> bool:
+        """Run behaviour ``version`` of ``name`` in every session, or in the sessions of
+        ``cohort``; :meth:`rollback` returns to the pin before.
+
+        Raises:
+            CenterError: An unknown tool or version, or the store refuses the change.
+        """
+        self._check_version(name, version)
+
+        def update(old: Any) -> Any:
+            old = old or {"version": None, "history": []}
+            if old["version"] == version:
+                return old
+            return {"version": version, "history": [*old["history"], old["version"]][-20:]}
+
+        return self._change(
+            "tool", name, f"pin:{cohort or '*'}", update, actor=actor, reason=reason, action="pin"
+        )
+
+    def rollback(
+        self, name: str, *, cohort: str | None = None, actor: str | None = None, reason: str = ""
+    ) -> str | None:
+        """Return ``name`` (for everyone, or ``cohort``) to the pin before the current
+        one; returns the version pinned now (``None``: no pin, the configured version).
+
+        Raises:
+            CenterError: There is nothing to roll back to.
+        """
+        if name not in self.snapshot.records:
+            raise CenterError(_unknown(name, self.snapshot))
+        result: list[str | None] = []
+
+        def update(old: Any) -> Any:
+            if not old or (not old["history"] and old["version"] is None):
+                raise CenterError(f"{name} has no pin to roll back")
+            history = list(old["history"])
+            previous = history.pop() if history else None
+            result.append(previous)
+            return None if previous is None and not history else {
+                "version": previous, "history": history
+            }  # fmt: skip
+
+        self._change(
+            "tool", name, f"pin:{cohort or '*'}", update, actor=actor, reason=reason,
+            action="rollback",
+        )  # fmt: skip
+        return result[0] if result else None
+
+    def rollout(
+        self,
+        name: str,
+        version: str,
+        percent: float,
+        *,
+        actor: str | None = None,
+        reason: str = "",
+    ) -> bool:
+        """Gray release: ``version`` of ``name`` for ``percent`` % of sessions, chosen by
+        a stable hash of the session id (the same choice in every process, for a
+        session's whole life). Call again to widen or narrow; widening keeps every
+        session already in. ``percent=0`` or :meth:`abort_rollout` ends it.
+
+        Raises:
+            CenterError: An unknown tool or version, a percentage outside 0-100, or the
+                store refuses the change.
+        """
+        self._check_version(name, version)
+        if not 0 <= percent <= 100:
+            raise CenterError(f"a rollout percentage is within 0-100, not {percent}")
+        value = None if percent == 0 else {"version": version, "percent": float(percent)}
+        return self._change(
+            "tool", name, "rollout", lambda _: value, actor=actor, reason=reason, action="rollout"
+        )
+
+    def abort_rollout(self, name: str, *, actor: str | None = None, reason: str = "") -> bool:
+        """End the gray release of ``name``: every session runs its pinned or configured
+        version again."""
+        if name not in self.snapshot.records:
+            raise CenterError(_unknown(name, self.snapshot))
+        return self._change(
+            "tool", name, "rollout", lambda _: None, actor=actor, reason=reason, action="abort"
+        )
+
+    def set_roles(
+        self,
+        name: str,
+        roles: Iterable[str] | None,
+        *,
+        actor: str | None = None,
+        reason: str = "",
+    ) -> bool:
+        """Let only sessions with one of ``roles`` list and call ``name`` (``None``:
+        every role). Others get ``permission_denied``, whatever the model sends."""
+        if name not in self.snapshot.records:
+            raise CenterError(_unknown(name, self.snapshot))
+        value = {"roles": None if roles is None else sorted(set(roles))}
+        return self._change(
+            "tool", name, "roles", lambda _: value, actor=actor, reason=reason, action="roles"
+        )
+
+    def set_groups(
+        self, name: str, groups: Iterable[str], *, actor: str | None = None, reason: str = ""
+    ) -> bool:
+        """Put ``name`` in exactly ``groups`` (enable/disable act on groups)."""
+        if name not in self.snapshot.records:
+            raise CenterError(_unknown(name, self.snapshot))
+        value = sorted(set(groups))
+        return self._change(
+            "tool", name, "groups", lambda _: value, actor=actor, reason=reason, action="groups"
+        )
+
+    def configure_breaker(
+        self,
+        target: str,
+        settings: BreakerSettings | None,
+        *,
+        actor: str | None = None,
+        reason: str = "",
+    ) -> bool:
+        """Give the breaker of a tool (its name) or an MCP server (``mcp:<server>``) its
+        own settings (``None``: the center's defaults)."""
+        scope = "source" if ":" in target else "tool"
+        if scope == "tool" and target not in self.snapshot.records:
+            raise CenterError(_unknown(target, self.snapshot))
+        value = None if settings is None else _settings_dict(settings)
+        return self._change(
+            scope, target, "breaker", lambda _: value, actor=actor, reason=reason,
+            action="breaker",
+        )  # fmt: skip
+
+    def reset_breaker(self, target: str, *, actor: str | None = None, reason: str = "") -> bool:
+        """Close the breaker of ``target`` now."""
+        self._breakers.pop(target, None)
+        return self._change(
+            "breaker", target, "state", lambda _: None, actor=actor, reason=reason, action="reset"
+        )
+
+    # -- breakers (called by the hook) ------------------------------------------------------
+
+    def settings_for(self, key: str) -> BreakerSettings:
+        """The breaker settings of a tool name or source id."""
+        return self.snapshot.breaker_cfg.get(key) or self.breaker
+
+    def claim_trial(self, key: str) -> bool:
+        """Whether this call may be the one trial of the half-open circuit ``key`` in
+        this process."""
+        breaker = self._breakers.get(key)
+        if breaker is None:
+            breaker = self._breakers[key] = _Breaker()
+        if breaker.trial:
+            return False
+        breaker.trial = True
+        return True
+
+    def outcome(self, key: str, failed: bool | None, trial: bool) -> None:
+        """Count a call's outcome for the circuit ``key`` (a tool name or an MCP source);
+        ``failed=None``: the tool did not run (a trial call gives its turn back)."""
+        breaker = self._breakers.get(key)
+        if trial:
+            if breaker is not None:
+                breaker.trial = False
+            if failed is None:
+                return
+            if failed:
+                self._trip(key, "the trial call failed")
+            else:
+                self._close(key)
+            return
+        if not failed:
+            return
+        if breaker is None:
+            breaker = self._breakers[key] = _Breaker()
+        cfg = self.settings_for(key)
+        now = time.monotonic()
+        failures = breaker.failures
+        failures.append(now)
+        while failures and failures[0] < now - cfg.window:
+            failures.popleft()
+        if len(failures) >= cfg.failures and key not in self.snapshot.open:
+            failures.clear()
+            self._trip(key, f"{cfg.failures} failures within {cfg.window:g} s")
+
+    def _trip(self, key: str, why: str) -> None:
+        until = time.time() + self.settings_for(key).cooldown
+        logger.warning("circuit %s opened: %s", key, why)
+        self._breaker_state(key, {"state": "open", "until": until}, why)
+
+    def _close(self, key: str) -> None:
+        logger.info("circuit %s closed: the trial call succeeded", key)
+        self._breaker_state(key, None, "the trial call succeeded")
+
+    def _breaker_state(self, key: str, value: Any, why: str) -> None:
+        try:
+            self._change(
+                "breaker", key, "state", lambda _: value, actor="breaker", reason=why,
+                action="open" if value else "close",
+            )  # fmt: skip
+        except CenterError as exc:
+            # The store is out of reach: the circuit still switches in this process.
+            logger.error("recording the breaker of %s failed: %s", key, exc)
+            snap = self.snapshot
+            flags = dict(snap.flags)
+            if value is None:
+                flags.pop(("breaker", key, "state"), None)
+            else:
+                flags[("breaker", key, "state")] = value
+            self.snapshot = Snapshot(snap.version, snap.records, flags)
+
+
+def _settings_dict(settings: BreakerSettings) -> dict[str, Any]:
+    return {
+        "failures": settings.failures,
+        "window": settings.window,
+        "cooldown": settings.cooldown,
+        "slow_ms": settings.slow_ms,
+    }
+
+
+def _unknown(name: str, snap: Snapshot) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(snap.records), n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return f"the center holds no tool named {name!r}{hint}"
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"
+
+
+def record_of(entry: ToolEntry, toolset: ToolSet | None, groups: Iterable[str]) -> ToolRecord:
+    """The center's record of a session's entry."""
+    tool = entry.tool
+    versions: tuple[str, ...] = (tool.version,) if tool.version else ()
+    if toolset is not None:
+        known = toolset.versions.get(tool.fqid)
+        if known:
+            from toolweave.catalog._versions import version_key
+
+            versions = tuple(sorted(known, key=version_key))
+    try:
+        schema = dict(entry.input_schema)
+    except Exception:
+        schema = {}
+    return ToolRecord(
+        name=entry.name,
+        source=source_of(tool),
+        fqid=tool.fqid,
+        kind=entry.kind.value,
+        description=entry.description,
+        input_schema=schema,
+        read_only=entry.read_only,
+        groups=tuple(groups),
+        versions=versions,
+        default_version=tool.version,
+    )
