@@ -110,7 +110,8 @@ class SearchResult(ToolOutput):
         if not self.memories:
             return "No memories found." if self.query else "No memories saved yet."
         what = f"matching {self.query!r}" if self.query else "most recent first"
-        lines = [f"{len(self.memories)} memories ({what}):"]
+        count = len(self.memories)
+        lines = [f"{count} memor{'y' if count == 1 else 'ies'} ({what}):"]
         for memory in self.memories:
             facts = [*memory.tags, memory.scope, memory.updated_at[:10]]
             title = f" {memory.title}" if memory.title else ""

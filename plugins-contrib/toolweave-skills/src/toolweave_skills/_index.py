@@ -1,0 +1,184 @@
+"""Finding skills: folders holding a ``SKILL.md`` with YAML front matter, rescanned
+cheaply (a listing per root, a ``stat`` per skill) so skills added while a session runs
+are found on the next look."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_FOLDERS",
+    "Skill",
+    "SkillIndex",
+    "SkillScan",
+    "parse_skill",
+    "resolve_folders",
+]
+
+DEFAULT_FOLDERS = (".skills", "~/.config/toolweave/skills")
+"""Where skills are looked for: the workspace's ``.skills``, then the user's."""
+
+SKILL_FILE = "SKILL.md"
+_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_MAX_NAME = 64
+_MAX_DESCRIPTION = 1_024
+_MAX_SKILL_BYTES = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    """One skill.
+
+    Attributes:
+        name: Its name (lower case, digits and hyphens).
+        description: What it is for and when to use it (what the model chooses by).
+        folder: The folder holding ``SKILL.md`` and its resources.
+        instructions: ``SKILL.md`` after the front matter.
+        metadata: The other front-matter fields (``license``, ``allowed-tools``, ...).
+    """
+
+    name: str
+    description: str
+    folder: Path
+    instructions: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillScan:
+    """What one look at the folders found.
+
+    Attributes:
+        skills: The skills by name; a name found in two folders is the first folder's.
+        problems: ``SKILL.md`` files that could not be used, and why.
+    """
+
+    skills: dict[str, Skill]
+    problems: list[str]
+
+
+def _front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """The YAML front matter of ``text`` and the rest.
+
+    Raises:
+        ValueError: No front matter, or it is not a YAML mapping.
+    """
+    import yaml  # type: ignore[import-untyped,unused-ignore]
+
+    lines = text.lstrip("\ufeff").splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        raise ValueError("it does not start with YAML front matter (a line '---')")
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            break
+    else:
+        raise ValueError("its front matter is not closed by a line '---'")
+    try:
+        data = yaml.safe_load("".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"its front matter is not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError("its front matter is not a mapping of fields")
+    return data, "".join(lines[end + 1 :]).strip()
+
+
+def parse_skill(path: Path) -> Skill:
+    """The skill whose ``SKILL.md`` is at ``path``.
+
+    Raises:
+        ValueError: Why the file is not a usable skill.
+        OSError: It cannot be read.
+    """
+    if path.stat().st_size > _MAX_SKILL_BYTES:
+        raise ValueError(f"it is larger than {_MAX_SKILL_BYTES} bytes")
+    data, body = _front_matter(path.read_text(encoding="utf-8", errors="replace"))
+    name, description = data.pop("name", None), data.pop("description", None)
+    if not isinstance(name, str) or not _NAME.match(name) or len(name) > _MAX_NAME:
+        raise ValueError(
+            f"its name {name!r} is not 1 to {_MAX_NAME} lower-case letters, digits and hyphens"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError("it has no description")
+    description = " ".join(description.split())[:_MAX_DESCRIPTION]
+    metadata = {str(k): v for k, v in data.items()}
+    return Skill(name, description, path.parent, body, metadata)
+
+
+def resolve_folders(folders: Iterable[str], workspace: Path) -> tuple[Path, ...]:
+    """The configured folders as absolute paths: ``~`` expanded, relative ones below the
+    workspace root."""
+    found: list[Path] = []
+    for folder in folders:
+        path = Path(folder).expanduser()
+        path = path if path.is_absolute() else workspace / path
+        if path not in found:
+            found.append(path)
+    return tuple(found)
+
+
+class SkillIndex:
+    """The skills below some root folders, parsed once per version of each ``SKILL.md``.
+
+    Safe to use from several threads (a call's worker thread and the event loop).
+
+    Args:
+        roots: The folders, in priority order.
+    """
+
+    def __init__(self, roots: tuple[Path, ...]) -> None:
+        self.roots = roots
+        self._lock = threading.Lock()
+        self._parsed: dict[Path, tuple[tuple[int, int], Skill | str]] = {}
+
+    def __repr__(self) -> str:
+        return f"SkillIndex({', '.join(map(str, self.roots))})"
+
+    def _candidates(self) -> list[Path]:
+        """Each ``<root>/<folder>/SKILL.md`` that exists, roots in order, folders sorted."""
+        files: list[Path] = []
+        for root in self.roots:
+            try:
+                with os.scandir(root) as entries:
+                    names = sorted(e.name for e in entries if not e.name.startswith("."))
+            except OSError:
+                continue
+            files += [root / name / SKILL_FILE for name in names]
+        return files
+
+    def scan(self) -> SkillScan:
+        """Look at the folders now; unchanged files are not read again."""
+        skills: dict[str, Skill] = {}
+        problems: list[str] = []
+        with self._lock:
+            seen: set[Path] = set()
+            for path in self._candidates():
+                try:
+                    info = path.stat()
+                except OSError:
+                    continue
+                seen.add(path)
+                stamp = (info.st_mtime_ns, info.st_size)
+                cached = self._parsed.get(path)
+                if cached is None or cached[0] != stamp:
+                    try:
+                        parsed: Skill | str = parse_skill(path)
+                    except (OSError, ValueError) as exc:
+                        parsed = f"{path}: {exc}"
+                    cached = self._parsed[path] = (stamp, parsed)
+                parsed = cached[1]
+                if isinstance(parsed, str):
+                    problems.append(parsed)
+                elif parsed.name in skills:
+                    first = skills[parsed.name].folder
+                    problems.append(f"{path}: the name {parsed.name!r} is taken by {first}")
+                else:
+                    skills[parsed.name] = parsed
+            for gone in set(self._parsed) - seen:
+                del self._parsed[gone]
+        return SkillScan(skills, problems)

@@ -1,0 +1,293 @@
+"""The ``skill`` tool: list the available skills, load one's instructions, read its files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from toolweave import (
+    Capabilities,
+    Context,
+    ErrorKind,
+    Kind,
+    Session,
+    Tool,
+    ToolError,
+    ToolOutput,
+    preview,
+)
+
+from toolweave_skills._index import DEFAULT_FOLDERS, SKILL_FILE, Skill, SkillIndex, resolve_folders
+
+__all__ = [
+    "SkillArgs",
+    "SkillFile",
+    "SkillInfo",
+    "SkillList",
+    "SkillLoaded",
+    "SkillResult",
+    "SkillTool",
+    "SkillsParams",
+    "index_for",
+]
+
+
+class SkillsParams(BaseModel):
+    """Configuration of ``skill`` (and of the new-skill reminder)."""
+
+    folders: list[str] = Field(default_factory=lambda: list(DEFAULT_FOLDERS))
+    """Folders holding one folder per skill, in priority order; relative ones are below
+    the workspace root, ``~`` is the user's home."""
+
+    announce_existing: bool = True
+    """Tell the model which skills exist after its first call, not only new ones."""
+
+    max_files: int = Field(default=100, ge=0)
+    """The most resource files listed with a loaded skill."""
+
+    max_file_chars: int = Field(default=100_000, ge=1_000)
+    """The most characters returned when reading one resource file."""
+
+
+class _Indexes:
+    """A session's skill indexes, one per folder list (a session resource)."""
+
+    def __init__(self) -> None:
+        self.by_roots: dict[tuple[Path, ...], SkillIndex] = {}
+
+
+def index_for(session: Session, params: SkillsParams) -> SkillIndex:
+    """The session's index of the folders ``params`` name (made on first use)."""
+    roots = resolve_folders(params.folders, session.workspace)
+    indexes = session.resources.get_or_default(_Indexes, _Indexes)
+    found = indexes.by_roots.get(roots)
+    if found is None:
+        found = indexes.by_roots.setdefault(roots, SkillIndex(roots))
+    return found
+
+
+class SkillArgs(BaseModel):
+    """Arguments of ``skill``."""
+
+    name: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The skill to load, e.g. `pdf-forms`. Omit to list the available skills.",
+    )
+    """Which skill."""
+
+    file: str | None = Field(
+        default=None,
+        max_length=500,
+        description=(
+            "With `name`: a file of the skill's folder to read, as listed when the skill "
+            "was loaded (`reference.md`, `scripts/fill.py`)."
+        ),
+    )
+    """A resource file of the skill."""
+
+
+class SkillInfo(BaseModel):
+    """A skill as listed."""
+
+    name: str
+    """Its name."""
+
+    description: str
+    """What it is for."""
+
+    folder: str
+    """Where it is."""
+
+
+class SkillList(BaseModel):
+    """``skill`` without a name: what is available."""
+
+    skills: list[SkillInfo]
+    """The skills, by name."""
+
+    problems: list[str] = Field(default_factory=list)
+    """SKILL.md files that could not be used, and why."""
+
+    def render(self) -> str:
+        """One line per skill: name and description."""
+        if not self.skills:
+            text = "No skills are available."
+        else:
+            lines = ["Available skills (load one with its name):"]
+            lines += [f"- {s.name}: {s.description}" for s in self.skills]
+            text = "\n".join(lines)
+        if self.problems:
+            text += "\n\nSkipped (broken SKILL.md):\n" + "\n".join(f"- {p}" for p in self.problems)
+        return text
+
+
+class SkillLoaded(BaseModel):
+    """``skill`` with a name: the skill's instructions and files."""
+
+    name: str
+    """The skill."""
+
+    description: str
+    """What it is for."""
+
+    folder: str
+    """Its folder (resource paths are relative to it)."""
+
+    instructions: str
+    """SKILL.md without its front matter."""
+
+    files: list[str]
+    """Resource files of the folder, relative to it."""
+
+    more_files: int = 0
+    """Files not listed (over the limit)."""
+
+    def render(self) -> str:
+        """The instructions, then the files and how to read them."""
+        text = f'Skill "{self.name}" (folder: {self.folder})\n\n{self.instructions}'
+        if self.files:
+            listed = "\n".join(f"- {f}" for f in self.files)
+            more = f"\n- ... and {self.more_files} more" if self.more_files else ""
+            text += (
+                f"\n\nFiles of this skill (read one with this tool's `file` argument):\n"
+                f"{listed}{more}"
+            )
+        return text
+
+
+class SkillFile(BaseModel):
+    """``skill`` with a name and a file: that file's text."""
+
+    name: str
+    """The skill."""
+
+    file: str
+    """The file, relative to the skill's folder."""
+
+    content: str
+    """Its text (cut at ``max_file_chars``)."""
+
+    truncated: bool = False
+    """Whether the file was longer."""
+
+    def render(self) -> str:
+        """The file's text, with a note when cut."""
+        note = "\n[cut: the file is longer]" if self.truncated else ""
+        return f"{self.file} (skill {self.name}):\n{self.content}{note}"
+
+
+class SkillResult(ToolOutput):
+    """What ``skill`` returns: exactly one of a listing, a loaded skill, a file.
+
+    (One output class holding the three, rather than a union of three outputs: toolweave
+    takes the model text from ``to_model`` of the declared output class only.)
+    """
+
+    listing: SkillList | None = None
+    """Without ``name``: the available skills."""
+
+    loaded: SkillLoaded | None = None
+    """With ``name``: the skill."""
+
+    file: SkillFile | None = None
+    """With ``name`` and ``file``: that file."""
+
+    def to_model(self) -> str:
+        """The text of whichever part is set."""
+        part = self.listing or self.loaded or self.file
+        return part.render() if part is not None else ""
+
+
+def _files(skill: Skill, limit: int) -> tuple[list[str], int]:
+    """The skill folder's files (hidden ones and caches left out), sorted, capped."""
+    found: list[str] = []
+    for path in sorted(skill.folder.rglob("*")):
+        rel = path.relative_to(skill.folder)
+        if rel.as_posix() == SKILL_FILE or any(
+            part.startswith(".") or part == "__pycache__" for part in rel.parts
+        ):
+            continue
+        if path.is_file():
+            found.append(rel.as_posix())
+    return found[:limit], max(0, len(found) - limit)
+
+
+def _read(skill: Skill, file: str, limit: int) -> SkillFile:
+    """A resource file of ``skill``, which must stay inside its folder."""
+    folder = skill.folder.resolve()
+    path = (folder / file).resolve()
+    if not path.is_relative_to(folder):
+        raise ToolError(
+            ErrorKind.PERMISSION_DENIED,
+            f"{preview(file)!r} is outside the folder of the skill {skill.name!r}",
+        )
+    if not path.is_file():
+        raise ToolError(
+            ErrorKind.NOT_FOUND,
+            f"the skill {skill.name!r} has no file {preview(file)!r}; load the skill to "
+            "see its files",
+        )
+    data = path.read_bytes()
+    if b"\0" in data[:8_192]:
+        raise ToolError(
+            ErrorKind.INVALID_PARAMS,
+            f"{preview(file)!r} is a binary file; only text files of a skill can be read",
+        )
+    text = data.decode("utf-8", errors="replace")
+    rel = path.relative_to(folder).as_posix()
+    return SkillFile(name=skill.name, file=rel, content=text[:limit], truncated=len(text) > limit)
+
+
+class SkillTool(Tool[SkillArgs, SkillResult]):
+    """Load an Agent Skill: instructions and resources for one kind of task."""
+
+    id = "skill"
+    namespace = "skills"
+    kind = Kind.SKILL
+    description = """\
+Load a skill: instructions (and scripts, templates, references) written for one kind \
+of task, such as filling a PDF form or following the project's release process. When \
+a task matches a skill's description, load the skill first and follow its \
+instructions; read its files with `file` when the instructions point to them.
+
+Call it without `name` to list the available skills. Do not load skills unrelated to \
+the task, and do not use it to read workspace files (use the file tools)."""
+    capabilities = Capabilities(read_only=True, scope="system", timeout=30.0)
+    params = SkillsParams
+
+    def run(self, ctx: Context, args: SkillArgs) -> SkillResult:
+        """List, load, or read a file of a skill (the folders are looked at anew)."""
+        params = ctx.params(SkillsParams)
+        scan = index_for(ctx.session, params).scan()
+        name = args.name.strip() if args.name and args.name.strip() else None
+        if name is None:
+            if args.file:
+                raise ToolError(ErrorKind.INVALID_PARAMS, "`file` needs the skill's `name`")
+            listing = SkillList(
+                skills=[
+                    SkillInfo(name=s.name, description=s.description, folder=str(s.folder))
+                    for _, s in sorted(scan.skills.items())
+                ],
+                problems=scan.problems,
+            )
+            return SkillResult(listing=listing)
+        skill = scan.skills.get(name)
+        if skill is None:
+            known = ", ".join(sorted(scan.skills)) or "none"
+            raise ToolError(
+                ErrorKind.NOT_FOUND,
+                f"no skill named {preview(name)!r}; available: {known}",
+            )
+        if args.file:
+            return SkillResult(file=_read(skill, args.file, params.max_file_chars))
+        files, more = _files(skill, params.max_files)
+        loaded = SkillLoaded(
+            name=skill.name,
+            description=skill.description,
+            folder=str(skill.folder),
+            instructions=skill.instructions,
+            files=files,
+            more_files=more,
+        )
+        return SkillResult(loaded=loaded)

@@ -1,0 +1,202 @@
+"""Skill discovery, loading, files, the new-skill reminder and hot discovery, on real
+folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toolweave import ErrorKind, Kind, PackManager, Session, tool
+from toolweave_skills import SkillIndex, pack, parse_skill
+
+pytestmark = pytest.mark.anyio
+
+
+@tool(kind=Kind.READ, blocking=False)
+def peek() -> str:
+    """Look at something (a stand-in for any other tool of the session)."""
+    return "looked"
+
+
+def session_for(workspace: Path, session_id: str = "s1", **params: Any) -> Session:
+    """A session with ``skill`` (default folders unless ``params`` say) and ``peek``."""
+    packs = PackManager(strict=True)
+    packs.add("skills", pack)
+    builder = packs.builder()
+    builder.add(peek)
+    config = {"tools": [{"id": "skill", "params": params}, "peek"]}
+    return builder.build(config).session(workspace=workspace, session_id=session_id, debug=True)
+
+
+def reminder_of(text: str) -> str:
+    return text.partition("<system-reminder>")[2]
+
+
+async def test_default_folders_workspace_first(
+    skill_writer: Any, workspace: Path, home: Path
+) -> None:
+    """Skills come from ./.skills and ~/.config/toolweave/skills; a name in both is the
+    workspace's, and the other is reported."""
+    skill_writer(workspace / ".skills", "release", "Cut a release of this project.")
+    user = home / ".config" / "toolweave" / "skills"
+    skill_writer(user, "pdf-forms", "Fill in PDF forms.")
+    skill_writer(user, "release", "The user's generic release steps.")
+    result = await session_for(workspace).call("skill", {})
+    assert result.error is None, result.text
+    listed = {s["name"]: s for s in result.output["listing"]["skills"]}
+    assert sorted(listed) == ["pdf-forms", "release"]
+    assert listed["release"]["description"] == "Cut a release of this project."
+    assert listed["release"]["folder"] == str(workspace / ".skills" / "release")
+    assert result.text.startswith("Available skills (load one with its name):\n- pdf-forms: ")
+    (problem,) = result.output["listing"]["problems"]
+    assert "is taken by" in problem
+
+
+async def test_load_instructions_and_files(skill_writer: Any, workspace: Path) -> None:
+    """Loading gives the body without its front matter and the folder's files (hidden
+    files and caches left out); ``file`` reads one, and only inside the folder."""
+    skill_writer(
+        workspace / ".skills",
+        "pdf-forms",
+        "Fill in PDF forms.",
+        "# Filling forms\n\nRun scripts/fill.py, see reference.md.",
+        **{"reference.md": "Field names...", "scripts__fill.py": "print('fill')", ".hidden": "x"},
+    )
+    (workspace / "secret.txt").write_text("not for skills")
+    session = session_for(workspace)
+    loaded = await session.call("skill", {"name": "pdf-forms"})
+    assert loaded.error is None, loaded.text
+    assert (
+        loaded.output["loaded"]["instructions"]
+        == "# Filling forms\n\nRun scripts/fill.py, see reference.md."
+    )
+    assert loaded.output["loaded"]["files"] == ["reference.md", "scripts/fill.py"]
+    assert "---" not in loaded.output["loaded"]["instructions"]
+    assert "- scripts/fill.py" in loaded.text
+    read = await session.call("skill", {"name": "pdf-forms", "file": "scripts/fill.py"})
+    assert read.error is None, read.text
+    assert read.output["file"]["content"] == "print('fill')"
+    outside = await session.call("skill", {"name": "pdf-forms", "file": "../../secret.txt"})
+    assert outside.error is not None
+    assert outside.error.kind is ErrorKind.PERMISSION_DENIED
+    missing = await session.call("skill", {"name": "pdf-forms", "file": "nope.md"})
+    assert missing.error is not None
+    assert missing.error.kind is ErrorKind.NOT_FOUND
+
+
+async def test_unknown_skill_names_the_available_ones(skill_writer: Any, workspace: Path) -> None:
+    """An unknown name is not_found and lists what exists; a file without a name is
+    invalid_params."""
+    skill_writer(workspace / ".skills", "release", "Cut a release.")
+    session = session_for(workspace)
+    result = await session.call("skill", {"name": "deploy"})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.NOT_FOUND
+    assert "available: release" in result.text
+    bad = await session.call("skill", {"file": "x.md"})
+    assert bad.error is not None
+    assert bad.error.kind is ErrorKind.INVALID_PARAMS
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("no front matter\n", "does not start with YAML front matter"),
+        ("---\nname: x\ndescription: y\n", "not closed"),
+        ("---\nname: [x\n---\n", "not valid YAML"),
+        ("---\n- a\n---\n", "not a mapping"),
+        ("---\nname: Bad Name\ndescription: y\n---\n", "is not 1 to 64 lower-case"),
+        ("---\nname: ok\n---\n", "no description"),
+    ],
+)
+def test_broken_skill_files_say_why(tmp_path: Path, text: str, why: str) -> None:
+    """Each way a SKILL.md can be broken is reported with its reason."""
+    path = tmp_path / "s" / "SKILL.md"
+    path.parent.mkdir()
+    path.write_text(text)
+    with pytest.raises(ValueError, match=why):
+        parse_skill(path)
+    scan = SkillIndex((tmp_path,)).scan()
+    assert scan.skills == {}
+    assert why in scan.problems[0]
+
+
+async def test_reminder_lists_skills_after_the_first_call(
+    skill_writer: Any, workspace: Path
+) -> None:
+    """The first call of a session is followed by the list of skills; later calls are
+    quiet while nothing changes."""
+    skill_writer(workspace / ".skills", "release", "Cut a release.")
+    session = session_for(workspace)
+    first = await session.call("peek", {})
+    assert first.output == "looked"
+    note = reminder_of(first.text)
+    assert "Skills available in this session (load one with skill" in note
+    assert "- release: Cut a release." in note
+    second = await session.call("peek", {})
+    assert "<system-reminder>" not in second.text
+
+
+async def test_hot_discovery_announces_a_new_skill_once(skill_writer: Any, workspace: Path) -> None:
+    """A skill added while the session runs is announced after the next call, once, and
+    loads at once; an edited description is picked up without a restart."""
+    skills = workspace / ".skills"
+    skill_writer(skills, "release", "Cut a release.")
+    session = session_for(workspace)
+    await session.call("peek", {})
+    skill_writer(skills, "db-migrate", "Write and check a database migration.")
+    after = await session.call("peek", {})
+    note = reminder_of(after.text)
+    assert note.startswith("\nA new skill is available (load with skill when a task matches):")
+    assert "- db-migrate: Write and check a database migration." in note
+    assert "release" not in note
+    assert "<system-reminder>" not in (await session.call("peek", {})).text
+    loaded = await session.call("skill", {"name": "db-migrate"})
+    assert loaded.error is None, loaded.text
+    (skills / "db-migrate" / "SKILL.md").write_text(
+        "---\nname: db-migrate\ndescription: Migrations, revised.\n---\nNew body, longer.\n"
+    )
+    listed = await session.call("skill", {})
+    assert any(
+        s["description"] == "Migrations, revised." for s in listed.output["listing"]["skills"]
+    )
+
+
+async def test_listing_counts_as_told_and_state_survives(
+    skill_writer: Any, workspace: Path
+) -> None:
+    """A session that listed the skills hears nothing more about them; a new session
+    with the same id (a restart) remembers what was announced; another id is told."""
+    skill_writer(workspace / ".skills", "release", "Cut a release.")
+    session = session_for(workspace, "one")
+    listed = await session.call("skill", {})
+    assert "<system-reminder>" not in listed.text
+    await session.aclose()  # saves the session's state
+    again = session_for(workspace, "one")
+    assert "<system-reminder>" not in (await again.call("peek", {})).text
+    other = session_for(workspace, "two")
+    assert "- release" in reminder_of((await other.call("peek", {})).text)
+
+
+async def test_announcing_existing_skills_can_be_turned_off(
+    skill_writer: Any, workspace: Path
+) -> None:
+    """With ``announce_existing`` off, only skills that appear later are announced."""
+    skill_writer(workspace / ".skills", "release", "Cut a release.")
+    session = session_for(workspace, announce_existing=False, folders=[".skills"])
+    assert "<system-reminder>" not in (await session.call("peek", {})).text
+    skill_writer(workspace / ".skills", "hotfix", "Ship a hotfix.")
+    note = reminder_of((await session.call("peek", {})).text)
+    assert "- hotfix: Ship a hotfix." in note
+    assert "release" not in note
+
+
+async def test_configured_folders(skill_writer: Any, workspace: Path, tmp_path: Path) -> None:
+    """``folders`` replaces the defaults: absolute, relative to the workspace, ``~``."""
+    skill_writer(tmp_path / "shared-skills", "lint", "Fix lint errors.")
+    skill_writer(workspace / "team" / "skills", "review", "Review a change.")
+    skill_writer(workspace / ".skills", "ignored", "Not in the configured folders.")
+    session = session_for(workspace, folders=[str(tmp_path / "shared-skills"), "team/skills"])
+    result = await session.call("skill", {})
+    assert [s["name"] for s in result.output["listing"]["skills"]] == ["lint", "review"]
