@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, final
 
+from toolweave.catalog._versions import version_key
 from toolweave.center._model import AuditEntry, CenterError, ChangeEvent, ToolRecord
 
 __all__ = ["CenterStore", "Flags", "SQLiteCenterStore", "StoreSnapshot"]
@@ -355,7 +356,6 @@ class SQLiteCenterStore(CenterStore):
                     "SELECT source, record FROM tools WHERE name = ?", (record.name,)
                 ).fetchone()
                 data = record.to_dict()
-                text = _dump(data)
                 if row is not None:
                     source, old = row
                     if source != record.source:
@@ -363,14 +363,18 @@ class SQLiteCenterStore(CenterStore):
                             f"tool name {record.name!r} is already registered by {source}; "
                             f"{record.source} cannot register it too (rename one of them)"
                         )
-                    if old == text:
+                    before = json.loads(old)
+                    # Hosts may configure different versions: the record knows them all.
+                    known = {*before.get("versions", ()), *data["versions"]}
+                    data["versions"] = sorted(known, key=version_key)
+                    if old == _dump(data):
                         continue
-                    kind, before = "changed", json.loads(old)
+                    kind = "changed"
                 else:
                     kind, before = "added", None
                 conn.execute(
                     "INSERT OR REPLACE INTO tools VALUES (?, ?, ?, ?)",
-                    (record.name, record.source, text, time.time()),
+                    (record.name, record.source, _dump(data), time.time()),
                 )
                 events.append(self._bump(conn, kind, record.name, {"source": record.source}))
                 if kind == "added":

@@ -1,0 +1,81 @@
+"""Fixtures for the registry center's tests: a small tool set with two behaviour
+versions, a failing tool and a read-only one, over a real SQLite center file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from toolweave import ToolSet, ToolSetBuilder, tool
+from toolweave.center import Center
+
+
+@tool(id="echo", version="1", blocking=False)
+def echo_v1(text: str) -> str:
+    """Echo the text back (first behaviour)."""
+    return f"v1:{text}"
+
+
+@tool(id="echo", version="2", blocking=False)
+def echo_v2(text: str) -> str:
+    """Echo the text back (second behaviour)."""
+    return f"v2:{text}"
+
+
+@tool(blocking=False)
+def boom() -> str:
+    """Always fails."""
+    raise RuntimeError("boom")
+
+
+@tool(blocking=False, read_only=True)
+def look(path: str) -> str:
+    """Read-only: report the path."""
+    return path
+
+
+@tool(blocking=False)
+def write(path: str, text: str) -> str:
+    """Changes things: report what would be written."""
+    return f"{path}={text}"
+
+
+def make_toolset() -> ToolSet:
+    builder = ToolSetBuilder()
+    for fn in (echo_v1, echo_v2, boom, look, write):
+        builder.add(fn)
+    return builder.build(
+        {"tools": [{"id": "echo", "version": "1"}, {"id": "boom"}, {"id": "look"}, {"id": "write"}]}
+    )
+
+
+@pytest.fixture
+def toolset() -> ToolSet:
+    return make_toolset()
+
+
+@pytest.fixture
+def toolset_factory() -> Callable[[], ToolSet]:
+    """Builds another set of the same tools (a second host process would)."""
+    return make_toolset
+
+
+@pytest.fixture
+def only_v1() -> ToolSet:
+    """A set holding only version 1 of ``echo``."""
+    builder = ToolSetBuilder()
+    builder.add(echo_v1)
+    return builder.build()
+
+
+@pytest.fixture
+def center_path(tmp_path: Path) -> Path:
+    return tmp_path / "center.db"
+
+
+@pytest.fixture
+def center(center_path: Path) -> Iterator[Center]:
+    c = Center.open(center_path)
+    yield c
+    c.close()
