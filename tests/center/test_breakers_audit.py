@@ -51,10 +51,14 @@ async def test_breaker_opens_half_opens_and_closes(center: Center, toolset: Tool
     assert again.error is not None
     assert again.error.kind is ErrorKind.UNAVAILABLE
 
-    center.reset_breaker("boom")
+    switches = center.audit(type="change", tool="breaker:boom")
+    assert [c.outcome for c in switches] == ["open", "open"]
+    assert [c.actor for c in switches] == ["breaker", "breaker"]
+
+    center.reset_breaker("boom", actor="ops")
     assert center.tool("boom").status is Status.ENABLED
-    opened = [c for c in center.audit(type="change", tool="breaker:boom")]
-    assert [c.outcome for c in opened] == ["reset", "open", "open"]
+    assert (await session.call("boom", {})).error.kind is ErrorKind.EXECUTION_ERROR  # type: ignore[union-attr]
+    assert center.audit(type="change", tool="breaker:boom")[0].outcome == "reset"
 
 
 def _server_tools(fail: dict[str, bool]) -> ToolSet:

@@ -291,6 +291,8 @@ class Center:
         self._breakers: dict[str, _Breaker] = {}
         self._registered: weakref.WeakSet[ToolSet] = weakref.WeakSet()
         self._wake = threading.Event()
+        self._writes: deque[tuple[str, Callable[[], None]]] = deque()
+        """Breaker switches to record in the store: (key, write)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -351,6 +353,7 @@ class Center:
         while not self._stop.is_set():
             self._wake.wait(self.poll_interval)
             self._wake.clear()
+            self._write_queued()
             self.flush_audit()
             self.refresh()
 
@@ -483,6 +486,7 @@ class Center:
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+        self._write_queued()
         self.flush_audit()
         if self._pending:
             logger.error(
@@ -641,6 +645,7 @@ class Center:
     ) -> list[AuditEntry]:
         """Audit entries (newest first) matching every filter given; queued call
         entries are written first."""
+        self._write_queued()
         self.flush_audit()
         return self.store.query_audit(
             type=type,
@@ -894,6 +899,8 @@ class Center:
     def reset_breaker(self, target: str, *, actor: str | None = None, reason: str = "") -> bool:
         """Close the breaker of ``target`` now."""
         self._breakers.pop(target, None)
+        for item in [w for w in self._writes if w[0] == target]:
+            self._writes.remove(item)
         return self._change(
             "breaker", target, "state", lambda _: None, actor=actor, reason=reason, action="reset"
         )
@@ -953,14 +960,10 @@ class Center:
         self._breaker_state(key, None, "the trial call succeeded")
 
     def _breaker_state(self, key: str, value: Any, why: str) -> None:
-        try:
-            self._change(
-                "breaker", key, "state", lambda _: value, actor="breaker", reason=why,
-                action="open" if value else "close",
-            )  # fmt: skip
-        except CenterError as exc:
-            # The store is out of reach: the circuit still switches in this process.
-            logger.error("recording the breaker of %s failed: %s", key, exc)
+        """Switch the circuit ``key`` in this process at once; the center's thread
+        records it in the store (so the call path never waits for the store), from
+        where other processes take it."""
+        with self._reload_lock:
             snap = self.snapshot
             flags = dict(snap.flags)
             if value is None:
@@ -968,6 +971,31 @@ class Center:
             else:
                 flags[("breaker", key, "state")] = value
             self.snapshot = Snapshot(snap.version, snap.records, flags)
+
+        def write() -> None:
+            self._change(
+                "breaker", key, "state", lambda _: value, actor="breaker", reason=why,
+                action="open" if value else "close",
+            )  # fmt: skip
+
+        self._writes.append((key, write))
+        if self._thread is None:
+            self._write_queued()
+        else:
+            self._wake.set()
+
+    def _write_queued(self) -> None:
+        """Record the queued breaker switches; one the store refuses is logged (the
+        switch holds in this process)."""
+        while self._writes:
+            try:
+                _, write = self._writes.popleft()
+            except IndexError:  # the other thread took the last one
+                return
+            try:
+                write()
+            except CenterError as exc:
+                logger.error("recording a breaker switch in the center failed: %s", exc)
 
 
 def _settings_dict(settings: BreakerSettings) -> dict[str, Any]:
