@@ -70,6 +70,8 @@ class Row:
         status: ``ok``, ``pending`` (the code to measure has not landed), ``error``,
             or ``skipped`` (not installed, not applicable).
         note: Why a row is pending, skipped or failed; or a remark.
+        ref: Key of the row this row's ratio is taken against (default: the table's
+            ``ref``), for tables whose rows measure different things (W9's p50 and p99).
     """
 
     key: str
@@ -79,6 +81,7 @@ class Row:
     series: Series | None = None
     status: Status = "ok"
     note: str = ""
+    ref: str | None = None
 
 
 @dataclass
@@ -118,10 +121,11 @@ class Table:
         return row.series.median
 
     def ratio(self, row: Row) -> str:
-        """The row's median over the reference row's, as text."""
+        """The row's median over the reference row's (its own ``ref``, else the
+        table's), as text."""
         if self.ref is None or row.status != "ok" or row.series is None:
             return ""
-        ref = self.median(self.ref)
+        ref = self.median(row.ref or self.ref)
         if ref is None or ref == 0:
             return ""
         return f"{row.series.median / ref:.2f}×"

@@ -26,7 +26,7 @@ BENCH_DIR = Path(__file__).resolve().parents[1]
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python benchmarks/run.py",
-        description="toolweave side by side with peer frameworks (workloads W1–W8).",
+        description="toolweave side by side with peer frameworks (workloads W1–W9).",
     )
     p.add_argument("--quick", action="store_true", help="smoke run: tiny sizes, 1–3 rounds")
     p.add_argument(

@@ -1,4 +1,4 @@
-"""The workloads W1–W8; each module has ``ID``, ``TITLE`` and ``async def run(cfg, frameworks)``."""
+"""The workloads W1–W9; each module has ``ID``, ``TITLE`` and ``async def run(cfg, frameworks)``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from twbench.workloads import (
     w6_concurrency,
     w7_cold_start,
     w8_hooks_sessions,
+    w9_center,
 )
 
 __all__ = ["ALL"]
@@ -24,5 +25,6 @@ ALL = (
     w6_concurrency,
     w7_cold_start,
     w8_hooks_sessions,
+    w9_center,
 )
 """Every workload, in report order."""
