@@ -163,8 +163,8 @@ def demo(
 
     A fixed list of model tool calls runs against a temporary project: reading and
     editing files, a streaming command, a background task, todos with a reminder, plan
-    mode refusing a write, and typed errors. Exits with 1 when a step does not behave
-    as scripted.
+    mode refusing a write, a skill and a memory (when their packs are installed), and
+    typed errors. Exits with 1 when a step does not behave as scripted.
 
     **Examples**
 
@@ -181,6 +181,7 @@ def demo(
     root = Path(tempfile.mkdtemp(prefix="toolweave-demo-"))
     try:
         for rel, text in WORKSPACE.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text, encoding="utf-8")
         session = toolset.session(workspace=root)
         loaded = [p.name for p in manager.loaded]

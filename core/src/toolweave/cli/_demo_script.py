@@ -18,7 +18,7 @@ from toolweave.testing import Step, step
 
 __all__ = ["PACKS", "WORKSPACE", "script"]
 
-PACKS = ("fs", "search", "shell", "plan")
+PACKS = ("fs", "search", "shell", "plan", "memory", "skills")
 """The packs the story uses; steps of missing packs are skipped."""
 
 WORKSPACE = {
@@ -64,6 +64,16 @@ WORKSPACE = {
         """
     ),
     "README.md": "# calc\n\nRun `python check.py` to check the calculator.\n",
+    ".skills/calc-style/SKILL.md": textwrap.dedent(
+        """\
+        ---
+        name: calc-style
+        description: House style for the calculator's code. Use before changing calc.py.
+        ---
+
+        Keep every function typed and documented; run `python check.py` after a change.
+        """
+    ),
 }
 """The files of the demo workspace."""
 
@@ -148,6 +158,24 @@ def script() -> list[Step | list[Step]]:
             needs=["enter_plan"],
         ),
         step("exit_plan", {"plan": "Keep the fix; add more checks."}, note="leave plan mode"),
+        step(
+            "skill",
+            {"name": "calc-style"},
+            contains="run `python check.py` after a change",
+            note="load a skill (announced after the first call)",
+        ),
+        step(
+            "memory_save",
+            {"content": "calc.add subtracted; check.py catches it.", "tags": ["calc"]},
+            note="remember what was learned",
+        ),
+        step(
+            "memory_search",
+            {"query": "what does check.py catch"},
+            contains="**catches**",
+            note="find it again, ranked and highlighted",
+            needs=["memory_save"],
+        ),
         step(
             "read_file",
             {"path": "../outside.txt"},
