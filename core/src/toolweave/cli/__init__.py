@@ -25,6 +25,8 @@ COMMAND_MODULES = (
     "toolweave.cli._call",
     "toolweave.cli._check",
     "toolweave.cli._serve",
+    "toolweave.cli._center",
+    "toolweave.cli._audit",
     "toolweave.cli._demo",
     "toolweave.cli._new_pack",
 )

@@ -23,6 +23,7 @@ from toolweave.cli._common import (
     load_packs,
     print_json,
 )
+from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
 
 if TYPE_CHECKING:
     from toolweave.cli._ask import TerminalAskUser
@@ -139,6 +140,9 @@ def call(
             show_default=False,
         ),
     ] = None,
+    center: CenterOpt = None,
+    role: RoleOpt = None,
+    cohort: CohortOpt = None,
 ) -> None:
     """Run one tool on the current directory and print what the model would read.
 
@@ -147,6 +151,10 @@ def call(
     is a terminal (or with --ask), questions from ask_user are put to you there: answer
     with a choice's number or your own words; an empty line declines.
 
+    With --center (or $TOOLWEAVE_CENTER) the call goes through the registry center as a
+    session of --role: a disabled tool answers `unavailable`, a tool the role may not use
+    `permission_denied`, and the call is audited.
+
     **Examples**
 
         toolweave call read_file '{"path": "README.md", "limit": 20}'
@@ -154,6 +162,7 @@ def call(
         echo '{"pattern": "TODO"}' | toolweave call grep -
         toolweave call list_dir --json
         toolweave call ask_user '{"question": "Deploy now?", "choices": ["y", "n"]}'
+        toolweave call list_dir --center .toolweave/center.db --role dev
     """
     text = sys.stdin.read() if arguments == "-" else arguments
     toolset = build_toolset(load_packs(packs, exclude), config)
@@ -161,7 +170,8 @@ def call(
     if ask is None:
         ask = arguments != "-" and _interactive()
     asker = _terminal_asker(session) if ask else None
-    result = anyio.run(run_call, session, name, text, quiet or json_, timeout, asker)
+    with attached(session, center, role, cohort):
+        result = anyio.run(run_call, session, name, text, quiet or json_, timeout, asker)
     if json_:
         print_json(result.to_dict())
     elif result.error is None:

@@ -122,6 +122,7 @@ def escape(text: str) -> str:
 def _translate(exc: BaseException, command: str = "") -> CliError:
     """The one-line form of an exception raised below ``command``."""
     from toolweave.errors import (
+        CenterError,
         ConfigError,
         DuplicateToolError,
         MissingResourceError,
@@ -143,6 +144,8 @@ def _translate(exc: BaseException, command: str = "") -> CliError:
         return CliError(str(exc), "two packs define one tool: leave one out with --exclude NAME")
     if isinstance(exc, MissingResourceError):
         return CliError(str(exc), "a pack's tool needs a resource this command does not provide")
+    if isinstance(exc, CenterError):
+        return CliError(str(exc))
     if isinstance(exc, UsageError):
         where = f"toolweave {command}" if command else "toolweave"
         return CliError(str(exc), f"see `{where} --help` for what it accepts", 2)

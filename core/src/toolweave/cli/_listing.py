@@ -21,10 +21,13 @@ from toolweave.cli._common import (
     out,
     print_json,
 )
+from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
 from toolweave.errors import ToolweaveError
 
 if TYPE_CHECKING:
-    from toolweave.catalog._toolset import ToolEntry, ToolSet
+    from collections.abc import Sequence
+
+    from toolweave.catalog._toolset import ToolEntry
 
 __all__ = ["register"]
 
@@ -99,11 +102,16 @@ def tools(
     json_: Annotated[
         bool, typer.Option("--json", help="Print JSON for scripts (the default).")
     ] = False,
+    center: CenterOpt = None,
+    role: RoleOpt = None,
+    cohort: CohortOpt = None,
 ) -> None:
     """Print the tool definitions the model would get, as JSON in a provider's format.
 
     The definitions are built from every loaded pack, or from --config when given. JSON
     is the default (--json says so explicitly); --table prints a summary for people.
+    With --center (or $TOOLWEAVE_CENTER) only what the registry center lets a session
+    of --role see is listed (the tools are registered with the center on the way).
 
     **Examples**
 
@@ -111,15 +119,24 @@ def tools(
         toolweave tools --format anthropic --packs fs
         toolweave tools --format openai-strict --config toolweave.toml
         toolweave tools --table
+        toolweave tools --center .toolweave/center.db --role common_user --table
     """
     if table and json_:
         fail("--table and --json exclude each other", "pick one (JSON is the default)", 2)
     toolset = build_toolset(load_packs(packs, exclude), config)
-    definitions = toolset.definitions(format)
+    entries = list(toolset)
+    if center is None and role is None and cohort is None:
+        definitions = toolset.definitions(format)
+    else:
+        session = toolset.session()
+        with attached(session, center, role, cohort):
+            definitions = session.definitions(format)
+            shown = {d["name"] for d in session.definitions("neutral")}
+            entries = [e for e in entries if e.name in shown]
     if not table:
         print_json(definitions)
         return
-    _table(toolset)
+    _table(entries, "No tools for this role: the center hides the others." if center else "")
 
 
 def _pack_of(origin: str) -> str:
@@ -127,11 +144,11 @@ def _pack_of(origin: str) -> str:
     return origin.split()[1] if origin.startswith("pack ") else origin
 
 
-def _table(toolset: ToolSet) -> None:
+def _table(entries: Sequence[ToolEntry], empty: str = "") -> None:
     from rich.table import Table
 
-    if not len(toolset):
-        out.print("No tools. Install a pack: pip install toolweave-fs")
+    if not entries:
+        out.print(empty or "No tools. Install a pack: pip install toolweave-fs")
         return
     rows = [
         (
@@ -141,7 +158,7 @@ def _table(toolset: ToolSet) -> None:
             "yes" if entry.read_only else "",
             entry.description.strip().splitlines()[0].split(". ")[0].rstrip("."),
         )
-        for entry in toolset
+        for entry in entries
     ]
     grid = Table(box=None, pad_edge=False)
     used = 0

@@ -17,6 +17,7 @@ from toolweave.cli._common import (
     guarded,
     load_packs,
 )
+from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
 
 __all__ = ["register"]
 
@@ -39,16 +40,24 @@ def serve(
     config: ConfigOpt = None,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
+    center: CenterOpt = None,
+    role: RoleOpt = None,
+    cohort: CohortOpt = None,
 ) -> None:
     """Serve the tools over MCP until stopped (stdio by default).
 
     Over stdio nothing but the protocol is written to standard output; messages go to
     standard error. Stop it by closing its input (stdio) or with Ctrl-C (HTTP).
 
+    With --center (or $TOOLWEAVE_CENTER) the served session is under the registry
+    center as --role: a tool the operators disable leaves the listing within a second
+    and clients get `tools/list_changed`; calls are checked and audited.
+
     **Examples**
 
         toolweave serve --packs fs,search              # for an MCP client that spawns it
         toolweave serve --http 127.0.0.1:8765 --config toolweave.toml
+        toolweave serve --center .toolweave/center.db --role common_user
     """
     from toolweave.mcp import parse_http_address
     from toolweave.mcp import serve as serve_mcp
@@ -61,11 +70,12 @@ def serve(
     def ready(url: str) -> None:
         err.print(f"serving {len(toolset)} tools over MCP at [bold]{url}[/] (Ctrl-C stops)")
 
-    if http is None:
-        err.print(f"serving {len(toolset)} tools over MCP on stdio")
-        serve_mcp(session, name=name)
-    else:
-        serve_mcp(session, http=http, on_ready=ready, name=name)
+    with attached(session, center, role, cohort):
+        if http is None:
+            err.print(f"serving {len(toolset)} tools over MCP on stdio")
+            serve_mcp(session, name=name)
+        else:
+            serve_mcp(session, http=http, on_ready=ready, name=name)
 
 
 def register(app: typer.Typer) -> None:
