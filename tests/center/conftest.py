@@ -71,11 +71,20 @@ def only_v1() -> ToolSet:
 
 @pytest.fixture
 def center_path(tmp_path: Path) -> Path:
+    """An SQLite center file (for the tests of the SQLite store itself)."""
     return tmp_path / "center.db"
 
 
+@pytest.fixture(params=["sqlite", "redis"])
+def center_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the center lives: every store runs the same tests."""
+    if request.param == "sqlite":
+        return str(tmp_path / "center.db")
+    return str(request.getfixturevalue("redis_url"))
+
+
 @pytest.fixture
-def center(center_path: Path) -> Iterator[Center]:
-    c = Center.open(center_path)
+def center(center_url: str) -> Iterator[Center]:
+    c = Center.open(center_url)
     yield c
     c.close()

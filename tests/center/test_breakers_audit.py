@@ -236,10 +236,8 @@ async def test_required_audit_fails_closed_for_side_effects(
         center.close()
 
 
-async def test_audit_buffer_is_bounded_and_reports_drops(
-    center_path: Path, toolset: ToolSet
-) -> None:
-    center = Center.open(center_path, audit_buffer=10, poll_interval=60)
+async def test_audit_buffer_is_bounded_and_reports_drops(center_url: str, toolset: ToolSet) -> None:
+    center = Center.open(center_url, audit_buffer=10, poll_interval=60)
     try:
         session = toolset.session()
         center.attach(session)
@@ -248,13 +246,14 @@ async def test_audit_buffer_is_bounded_and_reports_drops(
         health = center.health()
         assert health.audit_pending == 10
         assert health.audit_dropped == 15
-        assert center.flush_audit() == 10
+        center.flush_audit()
+        assert center.store.count_audit(type="call") == 10
     finally:
         center.close()
 
 
-async def test_audit_off_records_changes_only(center_path: Path, toolset: ToolSet) -> None:
-    center = Center.open(center_path, audit="off")
+async def test_audit_off_records_changes_only(center_url: str, toolset: ToolSet) -> None:
+    center = Center.open(center_url, audit="off")
     try:
         session = toolset.session()
         center.attach(session)

@@ -253,11 +253,11 @@ def test_change_feed_delivers_events_in_order(center: Center, toolset: ToolSet) 
     assert len(set(versions)) == len(versions)
 
 
-def test_change_feed_from_another_center_on_the_same_file(
-    center: Center, center_path: Path, toolset: ToolSet
+def test_change_feed_from_another_center_on_the_same_store(
+    center: Center, center_url: str, toolset: ToolSet
 ) -> None:
     center.register_toolset(toolset)
-    other = Center.open(center_path, poll_interval=0.05)
+    other = Center.open(center_url, poll_interval=0.05)
     try:
         seen: list[ChangeEvent] = []
         other.subscribe(seen.append)

@@ -22,8 +22,10 @@ def test_urls(tmp_path: Path) -> None:
         with Center.open(url) as center:
             assert center.version == 0
             assert Path(center.store.describe()).exists()
-    with pytest.raises(CenterError, match="no center store for redis://"):
-        Center.open("redis://localhost:6379/0")
+    with pytest.raises(CenterError, match="no center store for etcd://"):
+        Center.open("etcd://localhost:2379")
+    with pytest.raises(CenterError, match=r"redis://127.0.0.1:1/0 is unreachable"):
+        Center.open("redis://127.0.0.1:1/0")
     with pytest.raises(CenterError, match="names no file"):
         Center.open("sqlite://")
 
@@ -134,13 +136,13 @@ CHILD = textwrap.dedent(
 
 
 def test_a_disable_reaches_a_session_in_another_process_within_a_second(
-    center_path: Path, toolset: ToolSet
+    center_url: str, toolset: ToolSet
 ) -> None:
-    center = Center.open(center_path)
+    center = Center.open(center_url)
     try:
         center.register_toolset(toolset)
         with subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(center_path), str(Path(__file__).parent)],
+            [sys.executable, "-c", CHILD, center_url, str(Path(__file__).parent)],
             stdout=subprocess.PIPE,
             text=True,
         ) as child:

@@ -94,6 +94,8 @@ class CenterHealth:
         audit_dropped: Entries dropped because the buffer was full (reported, never
             silently).
         audit_error: Why the last audit write failed (``""``: it did not).
+        audit_trimmed: Entries the store removed to stay within its bound (Redis's
+            ``audit_maxlen``).
     """
 
     store: str
@@ -105,6 +107,7 @@ class CenterHealth:
     audit_pending: int
     audit_dropped: int
     audit_error: str
+    audit_trimmed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
@@ -118,6 +121,7 @@ class CenterHealth:
             "audit_pending": self.audit_pending,
             "audit_dropped": self.audit_dropped,
             "audit_error": self.audit_error,
+            "audit_trimmed": self.audit_trimmed,
         }
 
 
@@ -303,8 +307,10 @@ class Center:
 
     @classmethod
     def open(cls, url: str | Path, **options: Any) -> Center:
-        """Open the center stored at ``url``: an SQLite path, or ``sqlite:///<path>``
-        (created when missing); ``options`` are :class:`Center`'s.
+        """Open the center stored at ``url``: an SQLite path, ``sqlite:///<path>``
+        (created when missing), or ``redis://[user:password@]host:port/db`` (the
+        ``redis`` extra; ``?prefix=name`` sets the keys' prefix, ``&audit_maxlen=N``
+        the audit stream's bound); ``options`` are :class:`Center`'s.
 
         Raises:
             CenterError: The URL names a store this installation has no support for, or
@@ -319,6 +325,16 @@ class Center:
             if not path:
                 raise CenterError(f"{text!r} names no file: use sqlite:///path/to/center.db")
             return cls(SQLiteCenterStore(Path(path).expanduser()), **options)
+        if scheme in ("redis", "rediss", "unix"):
+            from toolweave.center._redis import RedisCenterStore
+
+            base, query = _split_query(text)
+            store = RedisCenterStore(
+                base,
+                prefix=query.pop("prefix", "toolweave:center"),
+                audit_maxlen=int(query.pop("audit_maxlen", 1_000_000)),
+            )
+            return cls(store, **options)
         raise CenterError(
             f"no center store for {scheme}:// URLs in this installation "
             "(use an SQLite path or sqlite:///path)"
@@ -348,6 +364,7 @@ class Center:
                 target=self._run, name=f"toolweave-center {self.store.describe()}", daemon=True
             )
             self._thread.start()
+            self.store.watch(self._wake.set)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -475,7 +492,14 @@ class Center:
             len(self._pending),
             self._audit_dropped,
             self._audit_error,
+            self._trimmed(),
         )
+
+    def _trimmed(self) -> int:
+        try:
+            return self.store.audit_trimmed()
+        except CenterError:
+            return 0
 
     def close(self) -> None:
         """Stop the thread, write the queued audit, close the store (idempotent)."""
@@ -996,6 +1020,22 @@ class Center:
                 write()
             except CenterError as exc:
                 logger.error("recording a breaker switch in the center failed: %s", exc)
+
+
+def _split_query(url: str) -> tuple[str, dict[str, str]]:
+    """``url`` without the center's own query options (``prefix``, ``audit_maxlen``),
+    and those options; the other options stay for the Redis client."""
+    from urllib.parse import parse_qsl, urlencode
+
+    base, _, query = url.partition("?")
+    ours: dict[str, str] = {}
+    theirs: list[tuple[str, str]] = []
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key in ("prefix", "audit_maxlen"):
+            ours[key] = value
+        else:
+            theirs.append((key, value))
+    return (f"{base}?{urlencode(theirs)}" if theirs else base), ours
 
 
 def _settings_dict(settings: BreakerSettings) -> dict[str, Any]:

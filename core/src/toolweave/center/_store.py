@@ -113,6 +113,16 @@ class CenterStore(ABC):
     def close(self) -> None:
         """Release the store (idempotent)."""
 
+    def watch(self, wake: Callable[[], None]) -> None:  # noqa: B027 - optional
+        """Call ``wake`` (from any thread) when another client may have changed the
+        store, so the center looks before its next poll. Stores without a
+        notification channel do nothing: the center polls :meth:`version`."""
+
+    def audit_trimmed(self) -> int:
+        """Audit entries the store removed to stay within its bound (0: none, or the
+        store keeps everything)."""
+        return 0
+
 
 APPLICATION_ID = 0x54574543
 """Marks a file as a toolweave center store (``PRAGMA application_id``, "TWEC")."""

@@ -1,0 +1,409 @@
+"""The registry center on Redis, for agents on many machines: records and flags in
+hashes, the version counter every change bumps, the change feed in a sorted set with a
+pub/sub wake-up, the audit in a stream bounded by an operator-set length."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, final
+
+from toolweave._redis import RedisLink, RedisUnavailable
+from toolweave.catalog._versions import version_key
+from toolweave.center._model import AuditEntry, CenterError, ChangeEvent, ToolRecord
+from toolweave.center._store import FEED_KEEP, CenterStore, FlagUpdate, StoreSnapshot
+
+__all__ = ["RedisCenterStore"]
+
+logger = logging.getLogger("toolweave")
+
+_SEP = "\x1f"
+"""Separates scope, target and flag in a flag's hash field."""
+
+_AUDIT_FIELDS = (
+    "at", "type", "session", "role", "tool", "version", "digest", "outcome",
+    "error_kind", "duration_ms", "actor", "before", "after", "reason",
+)  # fmt: skip
+
+
+_SLACK = 600.0
+"""Seconds an audit entry may wait to be written (with clock skew) before its stream id
+no longer bounds its time."""
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class _Retry(Exception):
+    """Another client changed the center meanwhile: read again and retry."""
+
+
+@final
+class RedisCenterStore(CenterStore):
+    """The center's store on Redis (``redis://host:port/db``).
+
+    Every change is one ``MULTI`` transaction guarded by ``WATCH`` on the version key,
+    so changes from any number of clients are applied one at a time, each with its
+    change event and audit entry; a ``PUBLISH`` wakes every center at once (they also
+    poll the version, so a missed message costs at most one poll interval).
+
+    Args:
+        url: The Redis URL.
+        prefix: The keys' prefix (several centers may share one Redis).
+        audit_maxlen: Entries the audit stream keeps; older ones are trimmed and
+            counted (:meth:`audit_trimmed`), never dropped silently.
+        timeout: Seconds one Redis command may take.
+
+    Raises:
+        CenterError: Redis cannot be reached, or the package is missing.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "toolweave:center",
+        audit_maxlen: int = 1_000_000,
+        timeout: float = 2.0,
+    ) -> None:
+        self.prefix = prefix
+        self.audit_maxlen = audit_maxlen
+        try:
+            self._link = RedisLink(url, timeout=timeout)
+            self._link.run(self._link.client.ping(), "PING")
+        except RedisUnavailable as exc:
+            with contextlib.suppress(Exception):
+                self._link.close()
+            raise CenterError(f"the center store {url} is unreachable: {exc}") from exc
+        self._r = self._link.client
+        self._watching = False
+        self._closed = False
+
+    def _key(self, name: str) -> str:
+        return f"{self.prefix}:{name}"
+
+    def describe(self) -> str:
+        return f"{self._link.safe_url}#{self.prefix}"
+
+    def __repr__(self) -> str:
+        return f"<RedisCenterStore {self.describe()}>"
+
+    def _run(self, awaitable: Any, what: str) -> Any:
+        if self._closed:
+            awaitable.close()
+            raise CenterError(f"the center store {self.describe()} is closed")
+        try:
+            return self._link.run(awaitable, what)
+        except RedisUnavailable as exc:
+            raise CenterError(f"the center store {self.describe()}: {exc}") from exc
+
+    # -- reads ------------------------------------------------------------------------
+
+    def version(self) -> int:
+        return int(self._run(self._r.get(self._key("version")), "GET version") or 0)
+
+    def load(self) -> StoreSnapshot:
+        async def read() -> list[Any]:
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.get(self._key("version"))
+                pipe.hgetall(self._key("tools"))
+                pipe.hgetall(self._key("flags"))
+                result: list[Any] = await pipe.execute()
+                return result
+
+        version, tools, flags = self._run(read(), "the center's state")
+        try:
+            records = {
+                r.name: r for r in (ToolRecord.from_dict(json.loads(v)) for v in tools.values())
+            }
+            parsed = {tuple(k.decode().split(_SEP)): json.loads(v) for k, v in flags.items()}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CenterError(
+                f"the center store {self.describe()} holds a record it cannot read ({exc})"
+            ) from exc
+        return int(version or 0), records, parsed
+
+    def changes_since(self, version: int) -> list[ChangeEvent]:
+        rows = self._run(
+            self._r.zrangebyscore(self._key("changes"), version + 1, "+inf"), "the change feed"
+        )
+        events = []
+        for row in rows:
+            data = json.loads(row)
+            events.append(
+                ChangeEvent(
+                    data["version"], data["kind"], data["target"], data["detail"], data["at"]
+                )
+            )
+        return events
+
+    # -- changes ----------------------------------------------------------------------
+
+    async def _transact(self, plan: Callable[[Any, int], Any], what: str) -> list[ChangeEvent]:
+        """Run ``plan(pipe, version)`` in a WATCHed transaction until it applies.
+        ``plan`` reads through ``pipe`` (immediate mode), then returns a list of
+        ``(kind, target, detail, audit)`` changes to write, or raises."""
+        import redis.exceptions
+
+        version_key_ = self._key("version")
+        for _ in range(100):
+            async with self._r.pipeline(transaction=True) as pipeline:
+                pipe: Any = pipeline
+                try:
+                    await pipe.watch(version_key_)
+                    current = int(await pipe.get(version_key_) or 0)
+                    writes, changes = await plan(pipe, current)
+                    if not changes:
+                        await pipe.unwatch()
+                        return []
+                    pipe.multi()
+                    writes(pipe)
+                    events = []
+                    now = time.time()
+                    for i, (kind, target, detail, audit) in enumerate(changes, 1):
+                        event = ChangeEvent(current + i, kind, target, detail, now)
+                        events.append(event)
+                        pipe.zadd(self._key("changes"), {_dump(event.to_dict()): event.version})
+                        if audit is not None:
+                            self._add_audit(pipe, audit)
+                    last = current + len(changes)
+                    pipe.set(version_key_, last)
+                    if last % 1000 < len(changes):
+                        pipe.zremrangebyscore(self._key("changes"), "-inf", last - FEED_KEEP)
+                    pipe.publish(self._key("feed"), last)
+                    await pipe.execute()
+                    return events
+                except redis.exceptions.WatchError:
+                    continue
+        raise CenterError(f"the center store {self.describe()} is too busy to apply {what}")
+
+    def _add_audit(self, pipe: Any, entry: AuditEntry) -> None:
+        fields = {
+            name: _dump(getattr(entry, name))
+            for name in _AUDIT_FIELDS
+            if getattr(entry, name) is not None
+        }
+        pipe.xadd(self._key("audit"), fields, maxlen=self.audit_maxlen, approximate=False)
+        pipe.incr(self._key(f"audit:count:{entry.type}"))
+
+    def register(self, records: Sequence[ToolRecord], *, actor: str) -> list[ChangeEvent]:
+        tools = self._key("tools")
+
+        async def plan(pipe: Any, version: int) -> Any:
+            names = [r.name for r in records]
+            found = await pipe.hmget(tools, names) if names else []
+            updates: dict[str, str] = {}
+            changes: list[tuple[str, str, dict[str, Any], AuditEntry | None]] = []
+            for record, old in zip(records, found, strict=True):
+                data = record.to_dict()
+                if old is not None:
+                    before = json.loads(old)
+                    if before["source"] != record.source:
+                        raise CenterError(
+                            f"tool name {record.name!r} is already registered by "
+                            f"{before['source']}; {record.source} cannot register it too "
+                            "(rename one of them)"
+                        )
+                    known = {*before.get("versions", ()), *data["versions"]}
+                    data["versions"] = sorted(known, key=version_key)
+                    if _dump(before) == _dump(data):
+                        continue
+                    changes.append(("changed", record.name, {"source": record.source}, None))
+                else:
+                    audit = AuditEntry(
+                        time.time(), "change", tool=record.name, outcome="register",
+                        actor=actor, after=data, reason="",
+                    )  # fmt: skip
+                    changes.append(("added", record.name, {"source": record.source}, audit))
+                updates[record.name] = _dump(data)
+
+            def writes(p: Any) -> None:
+                if updates:
+                    p.hset(tools, mapping=updates)
+
+            return writes, changes
+
+        return self._run(self._transact(plan, "a registration"), "a registration")  # type: ignore[no-any-return]
+
+    def unregister(self, name: str, *, actor: str, reason: str) -> list[ChangeEvent]:
+        tools, flags = self._key("tools"), self._key("flags")
+
+        async def plan(pipe: Any, version: int) -> Any:
+            old = await pipe.hget(tools, name)
+            if old is None:
+                raise CenterError(f"the center holds no tool named {name!r}")
+            prefix = f"tool{_SEP}{name}{_SEP}".encode()
+            own = [k for k in await pipe.hkeys(flags) if k.startswith(prefix)]
+
+            def writes(p: Any) -> None:
+                p.hdel(tools, name)
+                if own:
+                    p.hdel(flags, *own)
+
+            audit = AuditEntry(
+                time.time(), "change", tool=name, outcome="unregister", actor=actor,
+                before=json.loads(old), reason=reason,
+            )  # fmt: skip
+            return writes, [("removed", name, {}, audit)]
+
+        return self._run(self._transact(plan, "an unregistration"), "an unregistration")  # type: ignore[no-any-return]
+
+    def update_flag(
+        self,
+        scope: str,
+        target: str,
+        flag: str,
+        update: FlagUpdate,
+        *,
+        actor: str,
+        reason: str,
+        action: str,
+    ) -> ChangeEvent | None:
+        flags = self._key("flags")
+        field = _SEP.join((scope, target, flag))
+        label = target if scope == "tool" else f"{scope}:{target}"
+
+        async def plan(pipe: Any, version: int) -> Any:
+            raw = await pipe.hget(flags, field)
+            before = json.loads(raw) if raw is not None else None
+            after = update(before)
+            if _dump(after) == _dump(before):
+                return None, []
+
+            def writes(p: Any) -> None:
+                if after is None:
+                    p.hdel(flags, field)
+                else:
+                    p.hset(flags, field, _dump(after))
+
+            audit = AuditEntry(
+                time.time(), "change", tool=label, outcome=action, actor=actor,
+                before=before, after=after, reason=reason,
+            )  # fmt: skip
+            return writes, [("flag", label, {"flag": flag, "value": after}, audit)]
+
+        events = self._run(self._transact(plan, "a change"), "a change")
+        return events[0] if events else None
+
+    # -- audit ------------------------------------------------------------------------
+
+    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        if not entries:
+            return
+
+        async def write() -> None:  # all of the batch or none of it (MULTI/EXEC)
+            async with self._r.pipeline(transaction=True) as pipe:
+                for entry in entries:
+                    self._add_audit(pipe, entry)
+                await pipe.execute()
+
+        self._run(write(), "the audit")
+
+    def audit_trimmed(self) -> int:
+        async def count() -> list[Any]:
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.get(self._key("audit:count:call"))
+                pipe.get(self._key("audit:count:change"))
+                pipe.xlen(self._key("audit"))
+                result: list[Any] = await pipe.execute()
+                return result
+
+        calls, changes, present = self._run(count(), "the audit's length")
+        return max(0, int(calls or 0) + int(changes or 0) - int(present))
+
+    def query_audit(
+        self,
+        *,
+        type: str | None = None,
+        session: str | None = None,
+        tool: str | None = None,
+        outcome: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 100,
+    ) -> list[AuditEntry]:
+        wanted = {
+            k: v
+            for k, v in (("type", type), ("session", session), ("tool", tool), ("outcome", outcome))
+            if v is not None
+        }
+        # Entries are written in batches after their calls, so a stream id (the
+        # server's clock at writing) is later than the entry's time; the scan goes from
+        # the newest and stops well past ``since``.
+        low = "-" if since is None else str(max(0, int((since - _SLACK) * 1000)))
+        limit = max(0, int(limit))
+
+        async def scan() -> list[AuditEntry]:
+            out: list[AuditEntry] = []
+            top = "+"
+            scanned = 0
+            while len(out) < limit and scanned < 1_000_000:
+                rows: Any = await self._r.xrevrange(self._key("audit"), top, low, count=1000)
+                if not rows:
+                    break
+                for ident, fields in rows:
+                    entry = _entry(ident, fields)
+                    if (
+                        (since is None or entry.at >= since)
+                        and (until is None or entry.at <= until)
+                        and all(getattr(entry, k) == v for k, v in wanted.items())
+                    ):
+                        out.append(entry)
+                        if len(out) >= limit:
+                            break
+                scanned += len(rows)
+                top = "(" + rows[-1][0].decode()
+            return out
+
+        return self._run(scan(), "an audit query")  # type: ignore[no-any-return]
+
+    def count_audit(self, *, type: str | None = None) -> int:
+        if type is None:
+            return int(self._run(self._r.xlen(self._key("audit")), "the audit's length"))
+        return int(self._run(self._r.get(self._key(f"audit:count:{type}")), "a count") or 0)
+
+    # -- the feed -----------------------------------------------------------------------
+
+    def watch(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` whenever any client publishes a change (subscribed on the
+        link's loop; resubscribes after Redis comes back)."""
+        if self._watching:
+            return
+        self._watching = True
+        channel = self._key("feed")
+
+        async def listen() -> None:
+            while not self._closed:
+                try:
+                    async with self._r.pubsub() as pubsub:
+                        await pubsub.subscribe(channel)
+                        wake()  # anything published while away: read again
+                        while not self._closed:
+                            message = await pubsub.get_message(
+                                ignore_subscribe_messages=True, timeout=1.0
+                            )
+                            if message is not None:
+                                wake()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    logger.debug("the center's change feed on Redis was lost: %s", exc)
+                    await asyncio.sleep(0.5)
+
+        self._link.spawn(listen)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._link.close()
+
+
+def _entry(ident: bytes, fields: dict[bytes, bytes]) -> AuditEntry:
+    data = {k.decode(): json.loads(v) for k, v in fields.items()}
+    ms, _, seq = ident.decode().partition("-")
+    return AuditEntry(**data, id=int(ms) * 1000 + int(seq or 0))
