@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -144,6 +146,38 @@ def server() -> Iterator[Server]:
     thread.start()
     try:
         yield state
+    finally:
+        state.stop.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    """The same server over TLS, with a certificate for the name ``secure.test`` only
+    (self-signed, made by the openssl command); yields it and the certificate's file."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=secure.test",
+            "-addext", "subjectAltName=DNS:secure.test",
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    state = Server("127.0.0.1", 0, threading.Event())
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    httpd.daemon_threads = True
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    state.port = httpd.server_address[1]
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield state, cert
     finally:
         state.stop.set()
         httpd.shutdown()

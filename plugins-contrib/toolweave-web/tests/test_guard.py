@@ -161,3 +161,21 @@ async def test_an_unresolvable_name_is_not_found(workspace: Path) -> None:
     )
     assert result.error is not None
     assert result.error.kind is ErrorKind.NOT_FOUND
+
+
+async def test_https_goes_to_the_checked_address_and_verifies_the_name(
+    workspace: Path, tls_server: Any
+) -> None:
+    """Over TLS the request still goes to the checked address while the certificate is
+    verified against the URL's name (sent as SNI): ``secure.test`` passes; the same
+    server reached by its address fails, since the certificate does not name it."""
+    server, cert = tls_server
+    resolver = HostsResolver({"secure.test": ["127.0.0.1"]})
+    session = session_for(workspace, resolver, allow_loopback=True, ca_file=str(cert))
+    ok = await session.call("web_fetch", {"url": f"https://secure.test:{server.port}/host"})
+    assert ok.error is None, ok.text
+    assert ok.output["content"] == f"secure.test:{server.port}"
+    by_address = await session.call("web_fetch", {"url": f"https://127.0.0.1:{server.port}/host"})
+    assert by_address.error is not None
+    assert by_address.error.kind is ErrorKind.UNAVAILABLE
+    assert "certificate is not valid for '127.0.0.1'" in by_address.text

@@ -93,6 +93,9 @@ class WebFetchParams(BaseModel):
     user_agent: str = "toolweave-web/0.1 (+https://pypi.org/project/toolweave-web/)"
     """The ``User-Agent`` header sent."""
 
+    ca_file: str | None = None
+    """A PEM file of certificate authorities to trust besides the system's (a company CA)."""
+
     def policy(self) -> AddressPolicy:
         """The address policy these params describe."""
         return AddressPolicy.build(
@@ -109,6 +112,7 @@ class WebFetchParams(BaseModel):
             max_bytes=self.max_bytes,
             timeout=self.timeout,
             user_agent=self.user_agent,
+            ca_file=self.ca_file,
         )
 
 

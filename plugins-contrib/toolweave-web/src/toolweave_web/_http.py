@@ -3,6 +3,7 @@ the body capped in size and time, binary types refused before their body is read
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -38,6 +39,7 @@ class HttpLimits:
         timeout: Seconds for the whole fetch, every hop and the body included.
         user_agent: The ``User-Agent`` header.
         accept: The ``Accept`` header.
+        ca_file: A PEM file of certificate authorities trusted besides the system's.
     """
 
     max_redirects: int = 5
@@ -45,6 +47,7 @@ class HttpLimits:
     timeout: float = 30.0
     user_agent: str = "toolweave-web/0.1"
     accept: str = "text/html, application/xhtml+xml, text/*;q=0.9, application/json;q=0.8"
+    ca_file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,15 @@ async def _read(response: httpx2.Response, limit: int) -> tuple[bytes, bool]:
     return b"".join(chunks), False
 
 
+def _verify(ca_file: str | None) -> ssl.SSLContext | bool:
+    """Certificate checks: the system's trust store, plus ``ca_file`` when given."""
+    if ca_file is None:
+        return True
+    context = ssl.create_default_context(cafile=ca_file)
+    context.load_default_certs()
+    return context
+
+
 def _refuse(why: str | None, fetched: Fetched) -> None:
     """Fail with ``why`` (a refused content type), unless it is ``None``."""
     if why is not None:
@@ -217,6 +229,7 @@ async def fetch(url: str, rules: FetchRules) -> Fetched:
     try:
         with anyio.fail_after(limits.timeout):
             async with httpx2.AsyncClient(
+                verify=_verify(limits.ca_file),
                 follow_redirects=False,
                 trust_env=False,  # an environment proxy would resolve names itself
                 timeout=limits.timeout,
