@@ -179,3 +179,15 @@ async def test_https_goes_to_the_checked_address_and_verifies_the_name(
     assert by_address.error is not None
     assert by_address.error.kind is ErrorKind.UNAVAILABLE
     assert "certificate is not valid for '127.0.0.1'" in by_address.text
+
+
+async def test_international_names_are_resolved_and_sent_encoded(
+    workspace: Path, server: Any
+) -> None:
+    """A non-ASCII host name is resolved, checked and sent (Host header) in its IDNA
+    form, so the table, DNS and the server all see the same name."""
+    resolver = HostsResolver({"xn--bcher-kva.test": ["127.0.0.1"]})
+    session = session_for(workspace, resolver, allow_loopback=True)
+    result = await session.call("web_fetch", {"url": f"http://bücher.test:{server.port}/host"})
+    assert result.error is None, result.text
+    assert result.output["content"] == f"xn--bcher-kva.test:{server.port}"

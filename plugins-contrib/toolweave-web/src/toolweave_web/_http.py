@@ -122,7 +122,7 @@ async def _pinned(
             ErrorKind.INVALID_PARAMS,
             f"only http and https URLs can be fetched, not {preview(str(url))!r}",
         )
-    host = url.host
+    host = url.raw_host.decode("ascii")  # IDNA-encoded: what DNS, Host and SNI use
     if not host:
         raise ToolError(ErrorKind.INVALID_PARAMS, f"{preview(str(url))!r} names no host")
     port = url.port or _DEFAULT_PORTS[url.scheme]
