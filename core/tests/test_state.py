@@ -28,6 +28,7 @@ from toolweave import (
 )
 from toolweave.state import (
     SCHEMA_VERSION,
+    RedisStateStore,
     StateConflict,
     StoredState,
     default_state_path,
@@ -413,12 +414,16 @@ def test_a_store_whose_file_another_writer_creates_sees_it(tmp_path: Path) -> No
 # -- versions and compare-and-set (every store) -------------------------------------------
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    """Each store implementation, fresh."""
-    made: Any = (
-        MemoryStateStore() if request.param == "memory" else SQLiteStateStore(tmp_path / "cas.db")
-    )
+    """Each store implementation, fresh (Redis: a real server, see the root conftest)."""
+    made: Any
+    if request.param == "memory":
+        made = MemoryStateStore()
+    elif request.param == "sqlite":
+        made = SQLiteStateStore(tmp_path / "cas.db")
+    else:
+        made = RedisStateStore(request.getfixturevalue("redis_url"))
     yield made
     made.close()
 
@@ -617,6 +622,7 @@ UPDATE_CHILD = textwrap.dedent(
     import anyio.lowlevel
     from pydantic import BaseModel
     from toolweave import Context, Tool, ToolSetBuilder
+    from toolweave.state import RedisStateStore
 
     class Tally(BaseModel):
         state_key: ClassVar[str] = "test.tally"
@@ -645,10 +651,14 @@ UPDATE_CHILD = textwrap.dedent(
 
     logging.getLogger("toolweave").addHandler(Conflicts())
 
+    session_store = RedisStateStore(sys.argv[4]) if len(sys.argv) > 4 else None
+
     async def main(workspace: str, mode: str, first: int) -> None:
         builder = ToolSetBuilder()
         builder.add(AddTool)
-        session = builder.build().session(workspace=workspace, session_id="shared")
+        session = builder.build().session(
+            workspace=workspace, session_id="shared", state_store=session_store
+        )
         session.state.get(Tally)  # open the store before the start signal
         print("ready", flush=True)
         sys.stdin.readline()
@@ -664,20 +674,26 @@ UPDATE_CHILD = textwrap.dedent(
         print(" ".join(map(str, refused)), flush=True)
 
     anyio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    if session_store is not None:
+        session_store.close()
     """
 )
 
 
-def _two_writers(tmp_path: Path, mode: str) -> tuple[list[int], set[int]]:
+def _two_writers(
+    tmp_path: Path, mode: str, redis_url: str | None = None
+) -> tuple[list[int], set[int]]:
     """Run two processes that each make 100 updates of one session's Tally at the same
-    time; return what the file holds and the updates reported as refused."""
+    time (on the workspace's SQLite file, or on Redis); return what the store holds and
+    the updates reported as refused."""
     script = tmp_path / "writer.py"
     script.write_text(UPDATE_CHILD)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     children = [
         subprocess.Popen(
-            [sys.executable, str(script), str(workspace), mode, str(first)],
+            [sys.executable, str(script), str(workspace), mode, str(first)]
+            + ([redis_url] if redis_url else []),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -702,21 +718,38 @@ def _two_writers(tmp_path: Path, mode: str) -> tuple[list[int], set[int]]:
             if child.poll() is None:
                 child.kill()
                 child.wait()
+    if redis_url:
+        store = RedisStateStore(redis_url)
+        try:
+            held = json.loads(store.load("shared")["test.tally"].value)
+        finally:
+            store.close()
+        return held["items"], refused
     return stored(workspace, "shared")["test.tally"]["items"], refused
 
 
-def test_two_processes_updating_one_session_keep_all_200_updates(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", "redis"])
+def shared_store(request: pytest.FixtureRequest) -> str | None:
+    """Where the two writers keep the session: the workspace's SQLite file, or Redis."""
+    return None if request.param == "sqlite" else str(request.getfixturevalue("redis_url"))
+
+
+def test_two_processes_updating_one_session_keep_all_200_updates(
+    tmp_path: Path, shared_store: str | None
+) -> None:
     """Two processes each make 100 read-modify-write updates through session.state.update
     at the same time: all 200 are kept."""
-    items, refused = _two_writers(tmp_path, "update")
+    items, refused = _two_writers(tmp_path, "update", shared_store)
     assert refused == set()
     assert sorted(items) == list(range(200))
 
 
-def test_two_processes_calling_tools_lose_no_update_silently(tmp_path: Path) -> None:
+def test_two_processes_calling_tools_lose_no_update_silently(
+    tmp_path: Path, shared_store: str | None
+) -> None:
     """Two processes each make 100 tool calls that update one session's state: every
     update is either kept or refused with a conflict warning, never silently lost."""
-    items, refused = _two_writers(tmp_path, "call")
+    items, refused = _two_writers(tmp_path, "call", shared_store)
     assert len(items) == len(set(items))
     assert set(items) | refused == set(range(200))
     assert not set(items) & refused

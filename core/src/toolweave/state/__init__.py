@@ -45,9 +45,11 @@ protection at save time but no re-read at their start beyond the one above.
 
 The default store is :class:`SQLiteStateStore` in ``<workspace>/.toolweave/state.db``;
 hosts pass another :class:`StateStore` to the session (``state_store=``) or put one into
-the shared resources.
+the shared resources: :class:`RedisStateStore` (the ``redis`` extra) for sessions whose
+turns run on several machines.
 """
 
+from toolweave.state._redis import RedisStateStore
 from toolweave.state._session import SessionState, StateSlot
 from toolweave.state._sqlite import SCHEMA_VERSION, SQLiteStateStore, default_state_path
 from toolweave.state._store import (
@@ -61,6 +63,7 @@ from toolweave.state._store import (
 __all__ = [
     "SCHEMA_VERSION",
     "MemoryStateStore",
+    "RedisStateStore",
     "SQLiteStateStore",
     "SessionState",
     "StateConflict",
