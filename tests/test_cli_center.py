@@ -495,6 +495,29 @@ def test_a_locked_store_fails_a_change_in_one_line(store: Path) -> None:
     assert run_json("center", "disable", "echo")["changed"] is True
 
 
+def test_a_read_only_store_answers_reads_and_refuses_changes(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store this process may not write is opened read-only: status says so, reading
+    works, a change is one error line."""
+    real_access = os.access
+
+    def access(path: Any, mode: int, **kwargs: Any) -> bool:
+        if Path(path) == store and mode & os.W_OK:
+            return False  # as for a file owned by someone else (root writes anything)
+        return real_access(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    status = run_json("center", "status")
+    assert (status["readonly"], status["tools"]) == (True, 2)
+    assert len(run_json("audit")) == 3
+    code, _, err = invoke("center", "disable", "echo")
+    assert code == 1
+    assert_one_line_error(err, "read-only")
+    code, out, _ = invoke("center", "status")
+    assert "read-only" in out
+
+
 def test_role_without_a_center_is_a_usage_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

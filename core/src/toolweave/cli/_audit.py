@@ -118,10 +118,13 @@ def audit(
 
     grid = Table(box=None, pad_edge=False)
     for column in ("time", "type", "tool", "who", "outcome", "detail"):
-        grid.add_column(column, overflow="fold")
+        grid.add_column(column, overflow="fold", no_wrap=column in ("time", "type", "outcome"))
     for e in entries:
         if e.type == "call":
-            who = f"{e.session or '-'}" + (f" ({e.role})" if e.role else "")
+            session = e.session or "-"  # the full id is in --json
+            who = (session[:12] + "…" if len(session) > 13 else session) + (
+                f" ({e.role})" if e.role else ""
+            )
             result = (
                 "[green]ok[/]" if e.outcome == "ok" else f"[red]{escape(_text(e.error_kind))}[/]"
             )
