@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from pydantic import BaseModel
 
-from toolweave.center._model import LOCAL_SLOW_MS, MCP_SLOW_MS, AuditEntry, Status
+from toolweave.center._model import LOCAL_SLOW_MS, MCP_SLOW_MS, AuditEntry, Status, ToolRecord
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.results import CallResult
 from toolweave.runtime import CallHook, HookCall
@@ -94,6 +94,8 @@ class CenterHook(CallHook):
         self.cohort = cohort
         self._snap: Snapshot | None = None
         self._rules: dict[str, _Rule] = {}
+        self._pushed: dict[str, ToolRecord] = {}
+        """The pushed tools this session was given, as they were then."""
 
     def __repr__(self) -> str:
         return f"<CenterHook {self.session.session_id} role={self.role!r}>"
@@ -104,6 +106,7 @@ class CenterHook(CallHook):
         return self.center.snapshot
 
     def view(self, session: Session) -> tuple[frozenset[str], Mapping[str, ToolEntry]]:
+        self._sync_pushed(session)
         hidden: set[str] = set()
         routes: dict[str, ToolEntry] = {}
         entries = [*session.toolset.entries, *session.external.values()]
@@ -114,6 +117,41 @@ class CenterHook(CallHook):
             elif rule.route is not None:
                 routes[entry.name] = rule.route
         return frozenset(hidden), routes
+
+    def _sync_pushed(self, session: Session) -> None:
+        """Give the session the tools pushed to the center (source ``api``) as they are
+        now: new ones added, changed ones replaced, removed ones dropped."""
+        records = self.center.snapshot.records
+        wanted = {
+            name: record
+            for name, record in records.items()
+            if record.source == "api" and record.endpoint is not None
+        }
+        pushed = self._pushed
+        for name, record in list(pushed.items()):
+            if wanted.get(name) != record:
+                session.unregister_external(name)
+                del pushed[name]
+        for name, record in wanted.items():
+            if name in pushed:
+                continue
+            if name in session.toolset or name in session.external:
+                logger.warning("pushed tool %s is left out: the session has a tool so named", name)
+                continue
+            from toolweave.center._http_tool import http_tool
+
+            assert record.endpoint is not None
+            try:
+                tool = http_tool(
+                    name, record.description, dict(record.input_schema), record.endpoint
+                )
+                session.register_external(tool, name=name, prefix="")
+            except Exception as exc:
+                logger.error(
+                    "pushed tool %s could not join session %s: %s", name, session.session_id, exc
+                )
+                continue
+            pushed[name] = record
 
     # -- rules ------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import getpass
 import hashlib
+import json
 import logging
 import re
 import threading
@@ -45,6 +46,9 @@ only; ``required``: as ``on``, and a tool that is not read-only is refused
 (``unavailable``) while the audit cannot be written."""
 
 Subscriber = Callable[[ChangeEvent], Any]
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A name every provider accepts for a tool (and an MCP server id)."""
 
 _PACK_ORIGIN = re.compile(r"pack (?P<name>\S+)(?: \((?P<dist>\S+)(?: \S+)?\))?$")
 
@@ -547,6 +551,96 @@ class Center:
             [record_of(e, toolset, (groups or {}).get(e.name, ())) for e in toolset.entries]
         )
         self._registered.add(toolset)
+
+    def push_tool(
+        self,
+        name: str,
+        *,
+        description: str,
+        input_schema: Mapping[str, Any],
+        endpoint: Mapping[str, Any],
+        groups: Iterable[str] = (),
+        roles: Iterable[str] | None = None,
+        read_only: bool = False,
+        actor: str | None = None,
+    ) -> None:
+        """Register a tool defined by its name, description and JSON Schema whose calls
+        are forwarded to an HTTP endpoint (source ``api``); every attached session
+        gains it through the change feed. Pushing the same name again updates it.
+
+        ``endpoint`` is ``{"url": ..., "headers": {...}, "timeout": s, "max_bytes": n,
+        "allow_private": bool, "allow_loopback": bool}``: the arguments are POSTed as
+        JSON, the JSON response is the output; private, loopback and link-local
+        targets are refused unless allowed, checked after DNS resolution and on every
+        redirect.
+
+        Raises:
+            CenterError: The name is held by another source, the endpoint or schema is
+                malformed, or the store refuses the change.
+        """
+        from toolweave.center._http_tool import validate_endpoint
+
+        if not isinstance(input_schema, Mapping) or input_schema.get("type", "object") != "object":
+            raise CenterError(f"the schema of {name!r} must be a JSON Schema object")
+        if not _NAME.fullmatch(name):
+            raise CenterError(
+                f"tool name {name!r} must be 1-64 letters, digits, '_' or '-' (what every "
+                "provider accepts)"
+            )
+        record = ToolRecord(
+            name=name,
+            source="api",
+            fqid=f"api:{name}",
+            kind="other",
+            description=description,
+            input_schema=dict(input_schema),
+            read_only=read_only,
+            groups=tuple(groups),
+            roles=None if roles is None else tuple(sorted(set(roles))),
+            endpoint=validate_endpoint(endpoint),
+        )
+        self.register([record], actor=actor)
+
+    def push_mcp_server(
+        self,
+        server_id: str,
+        config: Mapping[str, Any],
+        *,
+        actor: str | None = None,
+        reason: str = "",
+    ) -> bool:
+        """Register an MCP server entry (the ``mcpServers`` form: ``{"command", "args",
+        "env"}`` or ``{"url", "headers"}``); hosts that follow the center
+        (:meth:`MCPPool.follow <toolweave.mcp.MCPPool.follow>`) connect to it, and its
+        tools join their sessions under the source ``mcp:<server_id>``."""
+        if not _NAME.fullmatch(server_id):
+            raise CenterError(f"server id {server_id!r} must be 1-64 letters, digits, '_' or '-'")
+        if not isinstance(config, Mapping) or not ("command" in config or "url" in config):
+            raise CenterError(
+                f"the entry of MCP server {server_id!r} needs a 'command' (stdio) or a 'url'"
+            )
+        value = json.loads(json.dumps(dict(config)))
+        return self._change(
+            "mcp", server_id, "config", lambda _: value, actor=actor, reason=reason,
+            action="push_mcp",
+        )  # fmt: skip
+
+    def remove_mcp_server(
+        self, server_id: str, *, actor: str | None = None, reason: str = ""
+    ) -> bool:
+        """Remove a pushed MCP server entry (hosts that follow the center disconnect)."""
+        return self._change(
+            "mcp", server_id, "config", lambda _: None, actor=actor, reason=reason,
+            action="remove_mcp",
+        )  # fmt: skip
+
+    def mcp_servers(self) -> dict[str, dict[str, Any]]:
+        """The pushed MCP server entries by id."""
+        return {
+            target: dict(value)
+            for (scope, target, flag), value in self.snapshot.flags.items()
+            if scope == "mcp" and flag == "config"
+        }
 
     def unregister(self, name: str, *, actor: str | None = None, reason: str = "") -> None:
         """Remove a tool from the registry (its audit trail stays).

@@ -54,6 +54,9 @@ class ToolRecord:
             operator's :meth:`~toolweave.center.Center.set_roles` overrides it.
         versions: The behaviour versions known, oldest first.
         default_version: The version sessions run unless pinned or rolled out.
+        endpoint: For a tool pushed through the admin API (source ``api``): where its
+            calls are forwarded (``{"url", "headers", "timeout", "max_bytes",
+            "allow_private", "allow_loopback"}``); attached sessions gain such tools.
     """
 
     name: str
@@ -67,6 +70,7 @@ class ToolRecord:
     roles: tuple[str, ...] | None = None
     versions: tuple[str, ...] = ()
     default_version: str = ""
+    endpoint: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (what the store keeps)."""
@@ -75,6 +79,7 @@ class ToolRecord:
         data["groups"] = list(self.groups)
         data["roles"] = None if self.roles is None else list(self.roles)
         data["versions"] = list(self.versions)
+        data["endpoint"] = None if self.endpoint is None else dict(self.endpoint)
         return data
 
     @classmethod
@@ -93,6 +98,7 @@ class ToolRecord:
             roles=None if roles is None else tuple(roles),
             versions=tuple(data.get("versions") or ()),
             default_version=str(data.get("default_version", "")),
+            endpoint=data.get("endpoint"),
         )
 
 

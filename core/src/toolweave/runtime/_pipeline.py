@@ -124,7 +124,10 @@ async def run_call(
     except TypeError:  # an unhashable name
         entry = None
     if entry is None:
-        return session._unknown(name, call_id)
+        if session._overlay is not None and type(name) is str:
+            entry = session._late(name)
+        if entry is None:
+            return session._unknown(name, call_id)
     if _parent is not None and _parent.depth >= MAX_DEPTH:
         return failure(
             ErrorKind.EXECUTION_ERROR,

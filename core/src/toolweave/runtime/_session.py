@@ -58,7 +58,8 @@ class ListingOverlay(Protocol):
 
     def view(self, session: Session) -> tuple[frozenset[str], Mapping[str, ToolEntry]]:
         """The client names to leave out of ``session``'s listing, and the entries
-        (other behaviour versions) to list instead of the set's, by client name."""
+        (other behaviour versions) to list instead of the set's, by client name. It may
+        also add or remove the session's external tools (a center's pushed tools)."""
         ...
 
 
@@ -380,8 +381,9 @@ class Session:
         self._overlay_stamp = _UNSEEN
         self._sync_overlay()
 
-    def _sync_overlay(self) -> None:
-        """Take the overlay's current view when its stamp has changed."""
+    def _sync_overlay(self) -> bool:
+        """Take the overlay's current view when its stamp has changed; ``True`` when
+        the overlay was asked again."""
         overlay = self._overlay
         if overlay is None:
             self._overlay_stamp = None
@@ -389,16 +391,17 @@ class Session:
                 self._view_hidden = frozenset()
                 self._view_routes = {}
                 self._view_changed()
-            return
+            return False
         stamp = overlay.stamp()
         if stamp == self._overlay_stamp:
-            return
+            return False
         hidden, routes = overlay.view(self)
         self._overlay_stamp = stamp
         if hidden != self._view_hidden or routes != self._view_routes:
             self._view_hidden = hidden
             self._view_routes = routes
             self._view_changed()
+        return True
 
     def _view_changed(self) -> None:
         self._listing.clear()
@@ -600,6 +603,13 @@ class Session:
             return self.toolset._by_name.get(name) or self._external.get(name)
         except TypeError:  # an unhashable name
             return None
+
+    def _late(self, name: str) -> ToolEntry | None:
+        """A name unknown at first sight that the overlay may have added since (a tool
+        pushed to a registry center): asked on the unknown-name path only."""
+        if self._overlay is None or not self._sync_overlay():
+            return None
+        return self.resolve(name)
 
     def _unknown(self, name: object, call_id: str | None) -> CallResult:
         hidden = self._hidden if self._hidden is not None else self._find_hidden()
