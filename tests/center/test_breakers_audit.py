@@ -41,8 +41,10 @@ async def test_breaker_opens_half_opens_and_closes(center: Center, toolset: Tool
     # Other tools are not affected.
     assert (await session.call("look", {"path": "a"})).error is None
 
+    assert center.breakers()["boom"]["state"] == "open"
     # After the cool-down one trial call goes through; it fails, so the circuit opens again.
-    await wait_until(lambda: center.breakers()["boom"]["until"] <= time.time())
+    await wait_until(lambda: center.breakers()["boom"]["state"] == "half_open")
+    assert center.tool("boom").breaker == "half_open"
     trial = await session.call("boom", {})
     assert trial.error is not None
     assert trial.error.kind is ErrorKind.EXECUTION_ERROR

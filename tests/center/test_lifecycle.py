@@ -272,3 +272,21 @@ def test_change_feed_from_another_center_on_the_same_store(
         assert other.tool("look").status is Status.DISABLED
     finally:
         other.close()
+
+
+def test_disabling_again_without_a_reason_keeps_the_first(center: Center, toolset: ToolSet) -> None:
+    center.register_toolset(toolset)
+    assert center.disable("echo", reason="incident 42")
+    assert not center.disable("echo")
+    assert center.tool("echo").reason == "incident 42"
+    assert center.disable("echo", reason="incident 43")
+    assert center.tool("echo").reason == "incident 43"
+
+
+def test_registration_keeps_groups_other_hosts_declared(
+    center: Center, toolset: ToolSet, toolset_factory: Factory
+) -> None:
+    center.register_toolset(toolset, groups={"look": ["local_core"]})
+    center.register_toolset(toolset_factory(), groups={"look": ["readers"]})
+    center.register_toolset(toolset_factory())
+    assert center.tool("look").groups == ("local_core", "readers")

@@ -158,3 +158,12 @@ def test_a_disable_reaches_a_session_in_another_process_within_a_second(
         assert delay < 1.0, f"the disable took {delay:.3f} s to reach the other process"
     finally:
         center.close()
+
+
+def test_open_without_create_refuses_a_missing_store(tmp_path: Path) -> None:
+    missing = tmp_path / "nothing" / "center.db"
+    with pytest.raises(CenterError, match="there is no center store at"):
+        Center.open(missing, create=False)
+    assert not missing.parent.exists()
+    with pytest.raises(CenterError, match="there is no center store at"):
+        Center.open(f"sqlite:///{missing}", create=False)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from pydantic import BaseModel
 
-from toolweave.center._model import LOCAL_SLOW_MS, MCP_SLOW_MS, AuditEntry, Status, ToolRecord
+from toolweave.center._model import LOCAL_SLOW_MS, MCP_SLOW_MS, Status, ToolRecord
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.results import CallResult
 from toolweave.runtime import CallHook, HookCall
@@ -274,9 +274,8 @@ class CenterHook(CallHook):
         if center.audit_mode == "off":
             return
         center.record_call(
-            AuditEntry(
+            (
                 time.time(),
-                "call",
                 self.session.session_id,
                 self.role,
                 call.entry.name,
@@ -295,9 +294,15 @@ def _digest(arguments: Any) -> str | None:
         return None
     if isinstance(arguments, BaseModel):
         data = arguments.model_dump_json().encode()
+    elif not arguments:
+        return _EMPTY
     else:
         try:
-            data = json.dumps(arguments, sort_keys=True, default=str).encode()
+            data = _encode(arguments).encode()
         except (TypeError, ValueError):
             data = repr(arguments).encode()
     return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+_encode = json.JSONEncoder(sort_keys=True, default=str).encode
+_EMPTY = hashlib.blake2b(b"{}", digest_size=12).hexdigest()

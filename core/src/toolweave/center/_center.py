@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import getpass
 import hashlib
+import itertools
 import json
 import logging
 import re
@@ -22,6 +23,7 @@ from toolweave.center._model import (
     SETTABLE,
     AuditEntry,
     BreakerSettings,
+    CallRow,
     CenterError,
     ChangeEvent,
     Status,
@@ -59,6 +61,11 @@ _ACTIONS = {
     Status.QUARANTINED: "quarantine",
 }
 """The audit's word for setting each status."""
+
+_WAKE_AT = 512
+"""Queued audit entries that wake the center's thread before its next tick."""
+_CHUNK = 1000
+"""Audit entries written in one store transaction at most."""
 
 DEFAULT_POLL = 0.25
 """Seconds between two looks at the store's version (and audit flushes)."""
@@ -291,7 +298,7 @@ class Center:
         self.breaker = breaker if breaker is not None else BreakerSettings()
         self._reload_lock = threading.Lock()
         self._subscribers: list[Subscriber] = []
-        self._pending: deque[AuditEntry] = deque()
+        self._pending: deque[CallRow] = deque()
         self._flush_lock = threading.Lock()
         self._audit_dropped = 0
         self._audit_error = ""
@@ -310,11 +317,25 @@ class Center:
         _centers.add(self)
 
     @classmethod
-    def open(cls, url: str | Path, **options: Any) -> Center:
+    def open(
+        cls,
+        url: str | Path,
+        *,
+        create: bool = True,
+        busy_timeout: float = 5.0,
+        **options: Any,
+    ) -> Center:
         """Open the center stored at ``url``: an SQLite path, ``sqlite:///<path>``
         (created when missing), or ``redis://[user:password@]host:port/db`` (the
         ``redis`` extra; ``?prefix=name`` sets the keys' prefix, ``&audit_maxlen=N``
         the audit stream's bound); ``options`` are :class:`Center`'s.
+
+        Args:
+            url: Where the store is.
+            create: Create an SQLite store that does not exist yet (``False``: a missing
+                file is an error, for tools that only read).
+            busy_timeout: Seconds an SQLite write waits for another process's
+                transaction before it fails.
 
         Raises:
             CenterError: The URL names a store this installation has no support for, or
@@ -322,13 +343,13 @@ class Center:
         """
         text = str(url)
         if isinstance(url, Path) or "://" not in text:
-            return cls(SQLiteCenterStore(Path(text).expanduser()), **options)
+            return cls(_sqlite(Path(text), create, busy_timeout), **options)
         scheme, _, rest = text.partition("://")
         if scheme == "sqlite":
             path = rest[1:] if rest.startswith("/") and rest[1:2] == "/" else rest
             if not path:
                 raise CenterError(f"{text!r} names no file: use sqlite:///path/to/center.db")
-            return cls(SQLiteCenterStore(Path(path).expanduser()), **options)
+            return cls(_sqlite(Path(path), create, busy_timeout), **options)
         if scheme in ("redis", "rediss", "unix"):
             from toolweave.center._redis import RedisCenterStore
 
@@ -439,13 +460,16 @@ class Center:
             except Exception:
                 logger.exception("a change-feed subscriber of the center raised")
 
-    def record_call(self, entry: AuditEntry) -> None:
+    def record_call(self, row: CallRow) -> None:
         """Queue a call's audit entry (written by the center's thread, never blocking)."""
         if self.audit_mode == "off":
             return
         pending = self._pending
-        pending.append(entry)
-        if len(pending) > self.audit_buffer:
+        pending.append(row)
+        size = len(pending)
+        if size == _WAKE_AT:
+            self._wake.set()
+        elif size > self.audit_buffer:
             try:
                 pending.popleft()
             except IndexError:
@@ -456,28 +480,28 @@ class Center:
                     "the audit buffer of the center is full: %d entries dropped so far",
                     self._audit_dropped,
                 )
-        elif len(pending) >= 512:
-            self._wake.set()
 
     def flush_audit(self) -> int:
         """Write the queued audit entries now; returns how many were written. Entries
         that cannot be written stay queued (see :meth:`health`)."""
+        written = 0
         with self._flush_lock:
             pending = self._pending
-            if not pending:
-                return 0
-            batch = list(pending)
-            try:
-                self.store.append_audit(batch)
-            except CenterError as exc:
-                if str(exc) != self._audit_error:
-                    logger.error("writing the audit failed (kept in memory): %s", exc)
-                self._audit_error = str(exc)
-                return 0
-            for _ in range(len(batch)):
-                pending.popleft()
-            self._audit_error = ""
-            return len(batch)
+            while pending:
+                # Chunks, so one write never holds the store (or the GIL) for long.
+                batch = list(itertools.islice(pending, _CHUNK))
+                try:
+                    self.store.append_calls(batch)
+                except CenterError as exc:
+                    if str(exc) != self._audit_error:
+                        logger.error("writing the audit failed (kept in memory): %s", exc)
+                    self._audit_error = str(exc)
+                    return written
+                for _ in range(len(batch)):
+                    pending.popleft()
+                written += len(batch)
+                self._audit_error = ""
+            return written
 
     @property
     def audit_ok(self) -> bool:
@@ -721,7 +745,7 @@ class Center:
         for key in (name, record.source):
             found = snap.open.get(key)
             if found is not None:
-                breaker = found[0]
+                breaker = _circuit(found)
                 if status is Status.ENABLED:
                     status = Status.CIRCUIT_OPEN
         return ToolState(
@@ -741,11 +765,11 @@ class Center:
         snap = self.snapshot
         out: dict[str, dict[str, Any]] = {}
         for key in sorted(set(snap.open) | set(snap.breaker_cfg)):
-            state, until = snap.open.get(key, ("closed", 0.0))
+            found = snap.open.get(key)
             cfg = snap.breaker_cfg.get(key)
             out[key] = {
-                "state": state,
-                "until": until if state != "closed" else None,
+                "state": "closed" if found is None else _circuit(found),
+                "until": None if found is None else found[1],
                 "settings": None if cfg is None else _settings_dict(cfg),
             }
         return out
@@ -831,9 +855,16 @@ class Center:
             )
         assert wanted is not None
         scope, target = self._target(name, group, source)
-        value = None if wanted is Status.ENABLED else {"status": wanted.value, "reason": reason}
+
+        def update(old: Any) -> Any:
+            if wanted is Status.ENABLED:
+                return None
+            if not reason and old is not None and old.get("status") == wanted.value:
+                return old  # the same status again without a reason keeps the first one
+            return {"status": wanted.value, "reason": reason}
+
         return self._change(
-            scope, target, "status", lambda _: value, actor=actor, reason=reason,
+            scope, target, "status", update, actor=actor, reason=reason,
             action=_ACTIONS[wanted],
         )  # fmt: skip
 
@@ -1116,6 +1147,13 @@ class Center:
                 logger.error("recording a breaker switch in the center failed: %s", exc)
 
 
+def _sqlite(path: Path, create: bool, busy_timeout: float) -> SQLiteCenterStore:
+    path = path.expanduser()
+    if not create and not path.exists():
+        raise CenterError(f"there is no center store at {path}")
+    return SQLiteCenterStore(path, busy_timeout=busy_timeout)
+
+
 def _split_query(url: str) -> tuple[str, dict[str, str]]:
     """``url`` without the center's own query options (``prefix``, ``audit_maxlen``),
     and those options; the other options stay for the Redis client."""
@@ -1130,6 +1168,12 @@ def _split_query(url: str) -> tuple[str, dict[str, str]]:
         else:
             theirs.append((key, value))
     return (f"{base}?{urlencode(theirs)}" if theirs else base), ours
+
+
+def _circuit(found: tuple[str, float]) -> str:
+    """``open``, or ``half_open`` once the cool-down has passed (the next call is the
+    trial)."""
+    return "half_open" if found[1] <= time.time() else found[0]
 
 
 def _settings_dict(settings: BreakerSettings) -> dict[str, Any]:

@@ -11,8 +11,10 @@ from typing import Any
 from toolweave.errors import CenterError
 
 __all__ = [
+    "CALL_FIELDS",
     "AuditEntry",
     "BreakerSettings",
+    "CallRow",
     "CenterError",
     "ChangeEvent",
     "Status",
@@ -210,6 +212,19 @@ class AuditEntry:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
         return asdict(self)
+
+
+CallRow = tuple[
+    float, str, "str | None", str, "str | None", "str | None", str, "str | None", "float | None"
+]
+"""A call's audit entry as the call path queues it (cheaper than an
+:class:`AuditEntry`): the values of :data:`CALL_FIELDS`, in order."""
+
+CALL_FIELDS = (
+    "at", "session", "role", "tool", "version", "digest", "outcome", "error_kind",
+    "duration_ms",
+)  # fmt: skip
+"""The fields of a :data:`CallRow`."""
 
 
 @dataclass(frozen=True, slots=True)

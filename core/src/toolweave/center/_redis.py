@@ -13,9 +13,15 @@ from collections.abc import Callable, Sequence
 from typing import Any, final
 
 from toolweave._redis import RedisLink, RedisUnavailable
-from toolweave.catalog._versions import version_key
-from toolweave.center._model import AuditEntry, CenterError, ChangeEvent, ToolRecord
-from toolweave.center._store import FEED_KEEP, CenterStore, FlagUpdate, StoreSnapshot
+from toolweave.center._model import (
+    CALL_FIELDS,
+    AuditEntry,
+    CallRow,
+    CenterError,
+    ChangeEvent,
+    ToolRecord,
+)
+from toolweave.center._store import FEED_KEEP, CenterStore, FlagUpdate, StoreSnapshot, _merge
 
 __all__ = ["RedisCenterStore"]
 
@@ -209,8 +215,7 @@ class RedisCenterStore(CenterStore):
                             f"{before['source']}; {record.source} cannot register it too "
                             "(rename one of them)"
                         )
-                    known = {*before.get("versions", ()), *data["versions"]}
-                    data["versions"] = sorted(known, key=version_key)
+                    _merge(before, data)
                     if _dump(before) == _dump(data):
                         continue
                     changes.append(("changed", record.name, {"source": record.source}, None))
@@ -292,14 +297,22 @@ class RedisCenterStore(CenterStore):
 
     # -- audit ------------------------------------------------------------------------
 
-    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
-        if not entries:
+    def append_calls(self, rows: Sequence[CallRow]) -> None:
+        if not rows:
             return
+        stream = self._key("audit")
 
         async def write() -> None:  # all of the batch or none of it (MULTI/EXEC)
             async with self._r.pipeline(transaction=True) as pipe:
-                for entry in entries:
-                    self._add_audit(pipe, entry)
+                for row in rows:
+                    fields: dict[Any, Any] = {
+                        name: _dump(value)
+                        for name, value in zip(CALL_FIELDS, row, strict=True)
+                        if value is not None
+                    }
+                    fields["type"] = '"call"'
+                    pipe.xadd(stream, fields, maxlen=self.audit_maxlen, approximate=False)
+                pipe.incrby(self._key("audit:count:call"), len(rows))
                 await pipe.execute()
 
         self._run(write(), "the audit")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, final
 
 from toolweave.catalog._versions import version_key
-from toolweave.center._model import AuditEntry, CenterError, ChangeEvent, ToolRecord
+from toolweave.center._model import AuditEntry, CallRow, CenterError, ChangeEvent, ToolRecord
 
 __all__ = ["CenterStore", "Flags", "SQLiteCenterStore", "StoreSnapshot"]
 
@@ -88,8 +88,8 @@ class CenterStore(ABC):
         ``None`` when the value did not change (nothing is written)."""
 
     @abstractmethod
-    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
-        """Append call entries (one transaction)."""
+    def append_calls(self, rows: Sequence[CallRow]) -> None:
+        """Append the audit entries of calls (all of them or none)."""
 
     @abstractmethod
     def query_audit(
@@ -159,6 +159,22 @@ _AUDIT_COLUMNS = (
     "at, type, session, role, tool, version, digest, outcome, error_kind, duration_ms, "
     "actor, before, after, reason"
 )
+
+
+_INSERT_CALLS = (
+    "INSERT INTO audit (at, type, session, role, tool, version, digest, outcome, error_kind, "
+    "duration_ms) SELECT json_extract(value, '$[0]'), 'call', "
+    + ", ".join(f"json_extract(value, '$[{i}]')" for i in range(1, 9))
+    + " FROM json_each(?)"
+)
+"""Appends a batch of call rows given as one JSON array of arrays."""
+
+
+def _merge(before: dict[str, Any], data: dict[str, Any]) -> None:
+    """What a registration keeps of the record already there: hosts may configure
+    different versions and declare different groups; the record knows them all."""
+    data["versions"] = sorted({*before.get("versions", ()), *data["versions"]}, key=version_key)
+    data["groups"] = sorted({*before.get("groups", ()), *data["groups"]})
 
 
 def _dump(value: Any) -> str:
@@ -374,9 +390,7 @@ class SQLiteCenterStore(CenterStore):
                             f"{record.source} cannot register it too (rename one of them)"
                         )
                     before = json.loads(old)
-                    # Hosts may configure different versions: the record knows them all.
-                    known = {*before.get("versions", ()), *data["versions"]}
-                    data["versions"] = sorted(known, key=version_key)
+                    _merge(before, data)
                     if old == _dump(data):
                         continue
                     kind = "changed"
@@ -437,31 +451,13 @@ class SQLiteCenterStore(CenterStore):
 
     # -- audit ------------------------------------------------------------------------
 
-    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
-        if not entries:
+    def append_calls(self, rows: Sequence[CallRow]) -> None:
+        if not rows:
             return
-        rows = [
-            (
-                e.at,
-                e.type,
-                e.session,
-                e.role,
-                e.tool,
-                e.version,
-                e.digest,
-                e.outcome,
-                e.error_kind,
-                e.duration_ms,
-                e.actor,
-                None if e.before is None else _dump(e.before),
-                None if e.after is None else _dump(e.after),
-                e.reason,
-            )
-            for e in entries
-        ]
-        marks = ", ".join("?" * 14)
+        # One statement per batch: the rows travel as one JSON array, so the lock is
+        # taken once and no NULL is bound row by row.
         with self._write() as conn:
-            conn.executemany(f"INSERT INTO audit ({_AUDIT_COLUMNS}) VALUES ({marks})", rows)
+            conn.execute(_INSERT_CALLS, (json.dumps(rows),))
 
     def query_audit(
         self,

@@ -38,8 +38,8 @@ CenterOpt = Annotated[
         "--center",
         envvar=CENTER_ENV,
         metavar="URL",
-        help="The registry center's store: an SQLite path, sqlite:///path, or the URL "
-        "of another store this installation supports.",
+        help="The registry center's store: an SQLite path, sqlite:///path, or "
+        "redis://host:port/db (the redis extra).",
         show_default=False,
     ),
 ]
@@ -66,16 +66,6 @@ def default_store(workspace: Path | None) -> Path:
     return (workspace or Path.cwd()) / DEFAULT_STORE
 
 
-def _local_path(url: str) -> Path | None:
-    """The file an SQLite URL names (``None``: another kind of store)."""
-    if "://" not in url:
-        return Path(url).expanduser()
-    scheme, _, rest = url.partition("://")
-    if scheme != "sqlite" or not rest:
-        return None
-    return Path(rest[1:] if rest.startswith("//") else rest).expanduser()
-
-
 def open_center(url: str | None, workspace: Path | None = None, *, create: bool = False) -> Center:
     """The center at ``url`` (default: the workspace's ``.toolweave/center.db``).
 
@@ -87,16 +77,19 @@ def open_center(url: str | None, workspace: Path | None = None, *, create: bool 
         CenterError: The store cannot be opened (the message says why).
     """
     from toolweave.center import Center
+    from toolweave.errors import CenterError
 
     where = url if url else str(default_store(workspace))
-    path = _local_path(where)
-    if not create and path is not None and not path.exists():
+    try:
+        return Center.open(where, create=create)
+    except CenterError as exc:
+        if create or not str(exc).startswith("there is no center store"):
+            raise
         fail(
-            f"no center store at {path}",
+            str(exc),
             f"name one with --center URL or {CENTER_ENV}; a session started with "
             "--center creates it (e.g. `toolweave tools --center PATH`)",
         )
-    return Center.open(where)
 
 
 @contextlib.contextmanager
