@@ -191,3 +191,15 @@ async def test_international_names_are_resolved_and_sent_encoded(
     result = await session.call("web_fetch", {"url": f"http://bücher.test:{server.port}/host"})
     assert result.error is None, result.text
     assert result.output["content"] == f"xn--bcher-kva.test:{server.port}"
+
+
+@pytest.mark.parametrize(
+    "host", ["2130706433", "0x7f.1", "127.1", "0", "[::]", "[::ffff:7f00:1]", "[0:0:0:0:0:0:0:1]"]
+)
+async def test_odd_spellings_of_local_addresses_are_refused(workspace: Path, host: str) -> None:
+    """Every spelling the system resolver turns into a local address is judged by that
+    address (nothing is sent: port 9 on this machine is never reached)."""
+    result = await session_for(workspace).call("web_fetch", {"url": f"http://{host}:9/"})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.PERMISSION_DENIED, result.text
+    assert "a loopback address" in result.text or "a reserved address" in result.text
