@@ -738,3 +738,37 @@ def test_console_script_store_errors_have_no_traceback(tmp_path: Path) -> None:
         )  # fmt: skip
         assert done.returncode == 1, done.stderr
         assert_one_line_error(done.stderr, "damaged")
+
+
+def test_center_serve_answers_and_refuses_exposure_without_a_token(tmp_path: Path) -> None:
+    """`toolweave center serve` serves the admin API on a free port and stops on Ctrl-C;
+    it refuses a non-loopback address without a token, in one line."""
+    import signal
+
+    import httpx2 as httpx
+
+    script = _console_script()
+    refused = subprocess.run(
+        [script, "center", "serve", "--host", "0.0.0.0", "--center", str(tmp_path / "c.db")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert_one_line_error(refused.stderr, "refusing", "without a token")
+    with subprocess.Popen(
+        [script, "center", "serve", "--port", "0", "--center", str(tmp_path / "c.db"),
+         "--token", "ops=0123456789abcdef"],
+        stderr=subprocess.PIPE, text=True,
+    ) as server:  # fmt: skip
+        try:
+            assert server.stderr is not None
+            line = server.stderr.readline()
+            assert "admin API and dashboard at http://127.0.0.1:" in line, line
+            base = line.split(" at ", 1)[1].split()[0].rstrip("/")
+            assert httpx.get(f"{base}/api/health", timeout=10).status_code == 401
+            headers = {"Authorization": "Bearer 0123456789abcdef"}
+            health = httpx.get(f"{base}/api/health", headers=headers, timeout=10)
+            assert health.status_code == 200
+            assert health.json()["store"] == str(tmp_path / "c.db")
+        finally:
+            server.send_signal(signal.SIGINT)
+            assert server.wait(timeout=30) == 0

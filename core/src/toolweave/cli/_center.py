@@ -3,7 +3,7 @@ operations on it (enable, disable, pin, rollback, rollout, roles, breakers)."""
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
@@ -80,15 +80,6 @@ def _version_text(state: ToolState) -> str:
 _STATUS_STYLE = {"enabled": "green", "disabled": "bold red", "circuit_open": "yellow"}
 
 
-def _breaker_state(info: dict[str, Any], now: float) -> str:
-    """``open``, ``half_open`` (the cool-down has passed: the next call is a trial) or
-    ``closed``."""
-    state = str(info["state"])
-    if state == "open" and info.get("until") is not None and float(info["until"]) <= now:
-        return "half_open"
-    return state
-
-
 # -- reading -----------------------------------------------------------------------------
 
 
@@ -96,10 +87,7 @@ def _status_data(center: Center) -> dict[str, Any]:
     states = center.tools()
     snap = center.snapshot
     health = center.health()
-    now = time.time()
-    breakers = {
-        key: {**info, "state": _breaker_state(info, now)} for key, info in center.breakers().items()
-    }
+    breakers = center.breakers()
     switched = [
         {"scope": scope, "target": target, "status": value["status"], "reason": value.get("reason")}
         for (scope, target, flag), value in sorted(snap.flags.items())
@@ -577,12 +565,11 @@ def breaker(
         elif target is not None and ":" not in target:
             c.tool(target)  # an unknown tool is an error, not a closed breaker
         own = c.breakers()
-    now = time.time()
     fallback = {"failures": defaults.failures, "window": defaults.window,
                 "cooldown": defaults.cooldown, "slow_ms": defaults.slow_ms}  # fmt: skip
     rows = {
         key: {
-            "state": _breaker_state(info, now),
+            "state": info["state"],
             "until": info["until"],
             "settings": info["settings"],
             "effective": info["settings"] or fallback,
@@ -612,8 +599,69 @@ def breaker(
         )
 
 
+TOKENS_ENV = "TOOLWEAVE_ADMIN_TOKENS"
+"""Admin API tokens as comma-separated ``name=secret`` items."""
+
+
+@guarded
+def serve(
+    center: CenterOpt = None,
+    workspace: WorkspaceOpt = None,
+    host: Annotated[str, typer.Option("--host", help="The address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="The port (0: a free one).")] = 8770,
+    token: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--token",
+            metavar="NAME=SECRET",
+            help=f"A bearer token (repeatable; else ${TOKENS_ENV}, comma-separated). "
+            "Required off loopback; each change is audited with the token's name.",
+            show_default=False,
+        ),
+    ] = None,
+    no_dashboard: Annotated[
+        bool, typer.Option("--no-dashboard", help="Serve the JSON API only.")
+    ] = False,
+) -> None:
+    """Serve the admin HTTP API and the web dashboard until stopped (Ctrl-C).
+
+    The API (`/api/...`) offers every operation of these commands, audit queries, push
+    registration of HTTP tools and MCP server entries, and the change feed as
+    server-sent events (`/api/feed`); the dashboard is at `/`. Without a token it
+    binds only to a loopback address.
+
+    **Examples**
+
+        toolweave center serve                           # http://127.0.0.1:8770/
+        toolweave center serve --host 0.0.0.0 --token ops=$(openssl rand -hex 16)
+    """
+    import os
+
+    import anyio
+
+    from toolweave.center._admin import check_exposure, parse_tokens, serve_admin
+    from toolweave.cli._common import err
+
+    tokens = parse_tokens(token or os.environ.get(TOKENS_ENV))
+    check_exposure(host, tokens)
+    with open_center(center, workspace, create=True) as c:
+
+        def ready(url: str) -> None:
+            err.print(f"admin API and dashboard at {url}/  (Ctrl-C stops)")
+
+        async def main() -> None:
+            await serve_admin(
+                c, host, port, tokens=tokens, dashboard=not no_dashboard, on_ready=ready
+            )
+
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(main)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``center`` command group to ``app``."""
-    for command in (status, tools, enable, disable, pin, rollback, rollout, roles, breaker):
+    for command in (
+        status, tools, enable, disable, pin, rollback, rollout, roles, breaker, serve
+    ):  # fmt: skip
         group.command(command.__name__)(command)
     app.add_typer(group, name="center")
