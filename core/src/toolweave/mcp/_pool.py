@@ -16,13 +16,14 @@ import anyio.abc
 import mcp.types as types
 
 from toolweave.errors import ConfigError, UsageError
-from toolweave.mcp._config import ServerConfig, load_servers
+from toolweave.mcp._config import ServerConfig, load_servers, parse_servers
 from toolweave.mcp._connection import ServerConnection, ServerState, ServerStatus, describe
 from toolweave.mcp._forward import remote_tool
 from toolweave.mcp._names import DEFAULT_PREFIX, MAX_NAME, client_name, fit, sanitize
 from toolweave.mcp._reload import watch_file
 
 if TYPE_CHECKING:
+    from toolweave.center import Center
     from toolweave.runtime._session import Session
 
 __all__ = ["MCPPool", "RemoteToolInfo"]
@@ -101,6 +102,10 @@ class MCPPool:
             ``prefix`` wins over both.
         watch: Follow edits of ``config_path``.
         reload_interval: Seconds between checks of ``config_path``.
+        center: A registry center whose pushed MCP server entries the pool follows
+            (:meth:`Center.push_mcp_server <toolweave.center.Center.push_mcp_server>`):
+            servers pushed, changed or removed there are connected, reconnected or
+            dropped within a second. Ids must differ from the pool's own servers'.
     """
 
     def __init__(
@@ -112,8 +117,11 @@ class MCPPool:
         prefix: str | None = None,
         watch: bool = True,
         reload_interval: float = 1.0,
+        center: Center | None = None,
     ) -> None:
         self.session = session
+        self.center = center
+        self._center_servers: dict[str, ServerConfig] = {}
         self.config_path = Path(config_path) if config_path is not None else None
         if prefix is None:
             prefix = session.toolset.config.external_prefix
@@ -160,6 +168,8 @@ class MCPPool:
                 self._tg.start_soon(
                     watch_file, self.config_path, self.reload_interval, self._file_changed
                 )
+            if self.center is not None:
+                self._tg.start_soon(self._follow, self.center)
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -281,6 +291,8 @@ class MCPPool:
                 wanted.update(load_servers(self.config_path))
         else:
             wanted = dict(servers)
+        for sid, config in self._center_servers.items():
+            wanted.setdefault(sid, config)
         changes: dict[str, str] = {}
         for sid in [s for s in self._configs if s not in wanted]:
             await self._stop(sid)
@@ -298,6 +310,28 @@ class MCPPool:
         if changes:
             logger.info("MCP servers reloaded: %s", changes)
         return changes
+
+    async def _follow(self, center: Center, interval: float = 0.25) -> None:
+        """Keep the servers pushed to ``center`` connected (runs until the pool closes)."""
+        seen: object = None
+        while True:
+            snapshot = center.snapshot
+            if snapshot is not seen:
+                seen = snapshot
+                entries = center.mcp_servers()
+                try:
+                    pushed = parse_servers({"mcpServers": entries}, source="the center")
+                except ConfigError as exc:
+                    logger.error("MCP server entries pushed to the center not applied: %s", exc)
+                else:
+                    if pushed != self._center_servers:
+                        self._center_servers = pushed
+                        try:
+                            await self.reload()
+                        except ConfigError as exc:
+                            self.reload_error = exc
+                            logger.error("MCP servers not reloaded: %s", exc)
+            await anyio.sleep(interval)
 
     async def _file_changed(self) -> None:
         try:
