@@ -240,3 +240,51 @@ def test_a_bad_schema_is_refused() -> None:
     """A schema that is not valid JSON Schema is refused when the tool is built."""
     with pytest.raises(CenterError, match="not a valid JSON Schema"):
         http_tool("weather", "Weather.", {"type": "no-such-type"}, {"url": "https://a.test/"})
+
+
+async def test_a_tool_pushed_through_the_admin_api_joins_running_sessions(
+    endpoint: Endpoint, center: Any, toolset: Any
+) -> None:
+    """Push registration end to end: POST /api/tools, an attached session lists and calls
+    the tool (its arguments forwarded to the endpoint), a push of the same name updates
+    it, DELETE removes it, and a name held by another source is a 409 problem."""
+    from starlette.testclient import TestClient
+    from toolweave.center._admin import admin_app
+
+    session = toolset.session()
+    center.attach(session, role="common_user")
+    api = TestClient(admin_app(center, tokens={"ops": "0123456789abcdef"}, dashboard=False))
+    auth = {"Authorization": "Bearer 0123456789abcdef"}
+    spec = {"url": endpoint.url("/weather"), "allow_loopback": True, "timeout": 5}
+    body = {"name": "weather", "description": "The weather in a city, now.",
+            "input_schema": SCHEMA, "endpoint": spec, "roles": ["common_user"]}  # fmt: skip
+    created = api.post("/api/tools", json=body, headers=auth)
+    assert created.status_code == 201, created.text
+    assert created.json()["source"] == "api"
+
+    def listed() -> dict[str, str]:
+        return {d["function"]["name"]: d["function"]["description"] for d in session.definitions()}
+
+    assert listed()["weather"] == "The weather in a city, now."
+    result = await session.call("weather", {"city": "Oslo"}, "c1")
+    assert result.error is None, result.text
+    assert result.output == {"city": "Oslo", "temp_c": 21, "sky": "clear"}
+    assert endpoint.received[-1][1] == {"city": "Oslo"}
+    refused = await session.call("weather", {"city": 7}, "c2")
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.INVALID_PARAMS
+
+    updated = api.post("/api/tools", json={**body, "description": "Weather now."}, headers=auth)
+    assert updated.status_code == 201
+    assert listed()["weather"] == "Weather now."
+    clash = api.post("/api/tools", json={**body, "name": "echo"}, headers=auth)
+    assert clash.status_code == 409
+    assert "already registered by host" in clash.json()["detail"]
+
+    assert api.delete("/api/tools/weather", headers=auth).status_code == 204
+    assert "weather" not in listed()
+    gone = await session.call("weather", {"city": "Oslo"}, "c3")
+    assert gone.error is not None
+    assert gone.error.kind is ErrorKind.NOT_FOUND
+    pushes = center.audit(type="change", tool="weather")
+    assert [(e.outcome, e.actor) for e in pushes] == [("unregister", "ops"), ("register", "ops")]
