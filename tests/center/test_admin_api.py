@@ -1,0 +1,386 @@
+"""The admin HTTP API over both stores: every endpoint's success and its problems (RFC
+9457 bodies, 4xx, never a 500), writes audited with the token's name, the exposure
+check, and the change feed over a real uvicorn server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import anyio
+import httpx2 as httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+from toolweave import ToolSet
+from toolweave.center import BreakerSettings, Center, CenterError
+from toolweave.center._admin import MAX_BODY, admin_app, check_exposure, serve_admin
+
+SECRET = "ci-secret-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {SECRET}"}
+PUSHED = {
+    "name": "weather",
+    "description": "The weather in a city, now.",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+    "endpoint": {"url": "https://weather.example.com/now"},
+}
+
+
+@pytest.fixture
+def api(center: Center, toolset: ToolSet) -> Iterator[TestClient]:
+    """The API over a center that knows the conftest's tools, with one token ("ci")."""
+    center.attach(toolset.session(), role="agent", groups={"write": ["ops"], "boom": ["ops"]})
+    with TestClient(admin_app(center, tokens={"ci": SECRET}), headers=AUTH) as client:
+        yield client
+
+
+def problem(answer: httpx.Response, status: int) -> dict[str, Any]:
+    """The answer's problem document, checked to be one."""
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    body = answer.json()
+    assert body["status"] == status
+    assert body["title"]
+    assert body["detail"]
+    assert body["instance"] == answer.request.url.path
+    return dict(body)
+
+
+def last_change(center: Center) -> Any:
+    (entry,) = center.audit(type="change", limit=1)
+    return entry
+
+
+# -- reads -------------------------------------------------------------------------------
+
+
+def test_reads(api: TestClient, center: Center) -> None:
+    """Health, tools, one tool, breakers, MCP servers and the audit answer JSON."""
+    health = api.get("/api/health").json()
+    assert health["tools"] == 4
+    assert health["degraded"] == ""
+    tools = api.get("/api/tools").json()
+    assert [t["name"] for t in tools] == ["boom", "echo", "look", "write"]
+    echo = api.get("/api/tools/echo").json()
+    assert (echo["status"], echo["versions"], echo["source"]) == ("enabled", ["1", "2"], "host")
+    assert api.get("/api/breakers").json() == {}
+    assert api.get("/api/mcp-servers").json() == {}
+    audit = api.get("/api/audit", params={"type": "change", "limit": "2"}).json()
+    assert len(audit) == 2
+    assert {e["outcome"] for e in audit} == {"register"}
+    assert api.get("/api/audit", params={"tool": "nothing"}).json() == []
+
+
+def test_audit_query_problems(api: TestClient) -> None:
+    """Numbers in the audit query that are not numbers are a 400."""
+    for params in ({"limit": "ten"}, {"since": "yesterday"}, {"until": "1e"}):
+        assert "must be a number" in problem(api.get("/api/audit", params=params), 400)["detail"]
+
+
+# -- lifecycle, each write audited with the token's name ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/api/tools/echo/disable", "disabled"),
+        ("/api/tools/echo/quarantine", "quarantined"),
+        ("/api/tools/echo/offline", "offline"),
+        ("/api/groups/ops/disable", "enabled"),  # echo is in no group
+        ("/api/sources/host/disable", "disabled"),
+    ],
+)
+def test_status_operations(api: TestClient, center: Center, path: str, status: str) -> None:
+    """Switching a tool, a group or a source is audited with the token's name and its
+    reason; switching back reports whether anything changed."""
+    answer = api.post(path, json={"reason": "incident 42"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"changed": True, "version": center.version}
+    assert center.tool("echo").status.value == status
+    change = last_change(center)
+    assert (change.actor, change.reason) == ("ci", "incident 42")
+    back = path.rsplit("/", 1)[0] + "/enable"
+    assert api.post(back).json()["changed"] is True
+    assert api.post(back).json()["changed"] is False
+    assert center.tool("echo").status.value == "enabled"
+
+
+def test_pin_rollback_rollout_roles_groups(api: TestClient, center: Center) -> None:
+    """Every version and membership operation succeeds and is audited as "ci"."""
+    assert api.post("/api/tools/echo/pin", json={"version": "2"}).json()["changed"] is True
+    assert center.tool("echo").pins == {"*": "2"}
+    assert (
+        api.post("/api/tools/echo/pin", json={"version": "1", "cohort": "beta"}).status_code == 200
+    )
+    assert api.post("/api/tools/echo/rollback", json={"cohort": "beta"}).json()["pinned"] is None
+    assert api.post("/api/tools/echo/rollback").json()["pinned"] is None
+    assert center.tool("echo").pins == {}
+
+    answer = api.post("/api/tools/echo/rollout", json={"version": "2", "percent": 12.5})
+    assert answer.json()["changed"] is True
+    assert center.tool("echo").rollout == ("2", 12.5)
+    assert api.delete("/api/tools/echo/rollout").json()["changed"] is True
+    assert center.tool("echo").rollout is None
+
+    assert api.put("/api/tools/echo/roles", json={"roles": ["ops", "admin"]}).status_code == 200
+    assert center.tool("echo").roles == ("admin", "ops")
+    assert api.put("/api/tools/echo/roles", json={"roles": None}).status_code == 200
+    assert center.tool("echo").roles is None
+    assert api.put("/api/tools/echo/groups", json={"groups": ["ops"]}).status_code == 200
+    assert center.tool("echo").groups == ("ops",)
+
+    changes = center.audit(type="change", tool="echo", limit=20)
+    ours = [e for e in changes if e.outcome != "register"]
+    assert [e.outcome for e in ours] == [
+        "groups", "roles", "roles", "abort", "rollout", "rollback", "rollback", "pin", "pin",
+    ]  # fmt: skip
+    assert {e.actor for e in ours} == {"ci"}
+
+
+def test_breaker_settings(api: TestClient, center: Center) -> None:
+    """A breaker's own settings are set, shown, and given back to the defaults."""
+    answer = api.put("/api/breakers/echo", json={"failures": 3, "window": 60, "cooldown": 5})
+    assert answer.json()["changed"] is True
+    assert center.settings_for("echo") == BreakerSettings(failures=3, window=60, cooldown=5)
+    shown = api.get("/api/breakers").json()["echo"]
+    assert shown["state"] == "closed"
+    assert shown["settings"]["failures"] == 3
+    assert last_change(center).actor == "ci"
+    assert api.put("/api/breakers/mcp:github", json={"slow_ms": 900}).status_code == 200
+    assert api.delete("/api/breakers/echo").json()["changed"] is True
+    assert "echo" not in api.get("/api/breakers").json()
+    detail = problem(api.put("/api/breakers/echo", json={"failures": 0}), 422)["detail"]
+    assert "failures >= 1" in detail
+
+
+def test_breaker_reset(api: TestClient, center: Center) -> None:
+    """Resetting an open breaker closes it."""
+    center.configure_breaker("boom", BreakerSettings(failures=1, window=60, cooldown=60))
+    center.outcome("boom", failed=True, trial=False)
+    assert center.breakers()["boom"]["state"] == "open"
+    answer = api.post("/api/breakers/boom/reset")
+    assert answer.status_code == 200, answer.text
+    assert center.breakers()["boom"]["state"] == "closed"
+    assert last_change(center).actor == "ci"
+
+
+def test_push_and_remove(api: TestClient, center: Center) -> None:
+    """A pushed tool is a 201 with its state, DELETE is a 204; a name another source
+    holds is a 409; pushed MCP entries are put and removed."""
+    created = api.post("/api/tools", json=PUSHED)
+    assert created.status_code == 201, created.text
+    assert (created.json()["name"], created.json()["source"]) == ("weather", "api")
+    assert last_change(center).actor == "ci"
+    clash = problem(api.post("/api/tools", json={**PUSHED, "name": "echo"}), 409)
+    assert "already registered by host" in clash["detail"]
+    assert api.delete("/api/tools/weather").status_code == 204
+    assert "weather" not in [t["name"] for t in api.get("/api/tools").json()]
+    problem(api.delete("/api/tools/weather"), 404)
+
+    entry = {"command": "uvx", "args": ["mcp-server-time"]}
+    assert api.put("/api/mcp-servers/time", json={"config": entry}).json()["changed"] is True
+    assert api.get("/api/mcp-servers").json() == {"time": entry}
+    assert last_change(center).actor == "ci"
+    assert api.delete("/api/mcp-servers/time").json()["changed"] is True
+    assert api.get("/api/mcp-servers").json() == {}
+    problem(api.put("/api/mcp-servers/time", json={"config": {"nothing": 1}}), 400)
+
+
+# -- problems ----------------------------------------------------------------------------
+
+
+def test_tokens(center: Center, toolset: ToolSet) -> None:
+    """Without a token, or with a wrong one, every /api route is a 401; the feed takes
+    the token as ?token= too."""
+    center.attach(toolset.session())
+    client = TestClient(admin_app(center, tokens={"ci": SECRET}))
+    for method, path in [("GET", "/api/tools"), ("POST", "/api/tools/echo/disable"),
+                         ("GET", "/api/feed"), ("GET", "/fragments/tools")]:  # fmt: skip
+        problem(client.request(method, path), 401)
+        for header in (f"Bearer {SECRET[:-1]}", f"Basic {SECRET}", "Bearer", SECRET):
+            problem(client.request(method, path, headers={"Authorization": header}), 401)
+    problem(client.get("/api/tools", params={"token": SECRET}), 401)  # only the feed
+    assert center.tool("echo").status.value == "enabled"
+    assert client.get("/").status_code == 200  # the page shell holds no data
+    open_ = TestClient(admin_app(center))
+    assert open_.post("/api/tools/echo/disable").status_code == 200
+    assert last_change(center).actor == "admin-api"
+
+
+def test_not_found_and_method_not_allowed(api: TestClient) -> None:
+    """Unknown tools, operations, collections and routes are 404s; a wrong method on a
+    known route is a 405; each with a problem body."""
+    assert "holds no tool" in problem(api.get("/api/tools/nothing"), 404)["detail"]
+    problem(api.post("/api/tools/nothing/disable"), 404)
+    problem(api.post("/api/tools/nothing/pin", json={"version": "1"}), 404)
+    problem(api.post("/api/tools/echo/explode"), 404)
+    problem(api.post("/api/planets/mars/disable"), 404)
+    problem(api.get("/api/nothing"), 404)
+    problem(api.get("/nothing/at/all"), 404)
+    problem(api.get("/api/tools/echo/pin"), 405)
+    problem(api.patch("/api/tools"), 405)
+    problem(api.delete("/api/health"), 405)
+
+
+def test_bad_bodies(api: TestClient, center: Center) -> None:
+    """Malformed JSON is a 400, a body over the limit a 413, a body that is not an
+    object or has fields of the wrong type a 422; nothing changes."""
+    version = center.version
+    path = "/api/tools/echo/rollout"
+    problem(api.post(path, content=b'{"version": "2",'), 400)
+    problem(api.post(path, content=b"\xff\xfe"), 400)
+    problem(api.post(path, content=b"[1, 2]"), 422)
+    problem(api.post(path, content=b'{"version": "2", "percent": "%s"}' % (b"x" * MAX_BODY)), 413)
+    for body in ({"version": 2, "percent": 10}, {"version": "2", "percent": "10"},
+                 {"version": "2", "percent": True}, {"version": "2"}):  # fmt: skip
+        problem(api.post(path, json=body), 422)
+    problem(api.post("/api/tools/echo/disable", json={"reason": 42}), 422)
+    problem(api.put("/api/tools/echo/roles", json={}), 422)
+    problem(api.put("/api/tools/echo/roles", json={"roles": "admin"}), 422)
+    problem(api.put("/api/tools/echo/groups", json={"groups": [1]}), 422)
+    problem(api.put("/api/breakers/echo", json={"window": "long"}), 422)
+    problem(api.post("/api/tools", json={**PUSHED, "input_schema": []}), 422)
+    problem(api.post("/api/tools", json={**PUSHED, "read_only": "yes"}), 422)
+    problem(api.post("/api/tools", json={k: v for k, v in PUSHED.items() if k != "name"}), 422)
+    assert "0-100" in problem(api.post(path, json={"version": "2", "percent": 101}), 400)["detail"]
+    assert (
+        "known: 1, 2" in problem(api.post(path, json={"version": "9", "percent": 5}), 400)["detail"]
+    )
+    problem(api.post("/api/tools/echo/rollback"), 400)  # nothing to roll back
+    assert center.version == version
+
+
+def test_check_exposure() -> None:
+    """Serving off loopback needs a token; loopback never does."""
+    with pytest.raises(CenterError, match="without a token"):
+        check_exposure("0.0.0.0", {})
+    with pytest.raises(CenterError, match="without a token"):
+        check_exposure("192.168.1.5", {})
+    check_exposure("0.0.0.0", {"ci": SECRET})
+    for host in ("127.0.0.1", "::1", "localhost", "127.1.2.3"):
+        check_exposure(host, {})
+
+
+@pytest.mark.anyio
+async def test_serve_refuses_an_open_exposed_address(center: Center) -> None:
+    """serve_admin refuses 0.0.0.0 without a token before binding anything."""
+    with pytest.raises(CenterError, match="without a token"):
+        await serve_admin(center, "0.0.0.0", 0)
+
+
+# -- the change feed over a real server ----------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_feed_delivers_changes(center: Center, toolset: ToolSet) -> None:
+    """A change made by another client arrives on the feed as a server-sent event with
+    the center's version as its id; the token is taken from ?token=."""
+    import uvicorn
+
+    center.attach(toolset.session())
+    app = admin_app(center, tokens={"ci": SECRET})
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(10):
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event for it
+                await anyio.sleep(0.02)
+        url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            refused = await client.get("/api/feed")
+            assert refused.status_code == 401
+            async with client.stream("GET", "/api/feed", params={"token": SECRET}) as feed:
+                assert feed.headers["content-type"].startswith("text/event-stream")
+                lines = feed.aiter_lines()
+                assert (await anext(lines)).startswith("retry:")
+                changed = await client.post("/api/tools/look/disable", headers=AUTH)
+                assert changed.status_code == 200
+                event: dict[str, str] = {}
+                with anyio.fail_after(5):
+                    async for line in lines:
+                        if not line and "data" in event:
+                            break
+                        if line and not line.startswith(":"):
+                            key, _, value = line.partition(": ")
+                            event[key] = value
+        server.should_exit = True
+    assert event["event"] == "flag"
+    assert event["id"] == str(center.version)
+    data = json.loads(event["data"])
+    assert (data["target"], data["version"]) == ("look", center.version)
+
+
+# -- never a 500 ---------------------------------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner),
+    max_leaves=12,
+)
+KEYS = ["version", "percent", "reason", "cohort", "roles", "groups", "failures", "window",
+        "cooldown", "slow_ms", "config", "name", "description", "input_schema", "endpoint",
+        "read_only"]  # fmt: skip
+FIELDS = st.dictionaries(st.sampled_from(KEYS), JSON)
+ROUTES = [("POST", "/api/tools/echo/rollout"), ("POST", "/api/tools/echo/pin"),
+          ("POST", "/api/tools/echo/disable"), ("PUT", "/api/tools/echo/roles"),
+          ("PUT", "/api/breakers/echo"), ("POST", "/api/tools"),
+          ("PUT", "/api/mcp-servers/fuzz"), ("POST", "/api/tools/echo/rollback")]  # fmt: skip
+SEGMENT = st.text(
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="/?#%"), max_size=12
+).filter(lambda s: s not in (".", "..", "feed"))
+"""A path segment that cannot spell the endless feed (no dot segments, no escapes)."""
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(route=st.sampled_from(ROUTES), body=FIELDS | JSON)
+def test_random_bodies_never_fail_the_server(
+    api: TestClient, route: tuple[str, str], body: Any
+) -> None:
+    """Whatever JSON arrives, the answer is a success or a 4xx problem."""
+    method, path = route
+    client = TestClient(api.app, headers=AUTH, raise_server_exceptions=False)
+    answer = client.request(method, path, content=json.dumps(body).encode())
+    assert answer.status_code < 500, answer.text
+    for read in ("/api/tools", "/api/breakers", "/api/mcp-servers", "/api/audit"):
+        assert client.get(read).status_code == 200, read  # what was stored reads back
+
+
+@pytest.mark.xfail(
+    reason="_admin._body takes NaN and Infinity (json.loads accepts them); stored, they make "
+    "every later JSON answer holding them a 500 (Starlette renders with allow_nan=False)",
+    strict=True,
+)
+def test_nan_and_infinity_are_refused(api: TestClient) -> None:
+    """Bodies with NaN or Infinity are malformed JSON (400), and nothing is stored."""
+    client = TestClient(api.app, headers=AUTH, raise_server_exceptions=False)
+    for body in (b'{"window": NaN}', b'{"cooldown": Infinity}', b'{"slow_ms": -Infinity}'):
+        problem(client.put("/api/breakers/echo", content=body), 400)
+    assert client.get("/api/breakers").status_code == 200
+    assert client.get("/api/audit").status_code == 200
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]),
+    parts=st.lists(SEGMENT, min_size=1, max_size=4),
+    query=st.dictionaries(st.sampled_from(["limit", "since", "until", "type", "tool"]), SEGMENT),
+)
+def test_random_paths_never_fail_the_server(
+    api: TestClient, method: str, parts: list[str], query: dict[str, str]
+) -> None:
+    """Whatever path and query arrive under /api and /fragments, no 500."""
+    client = TestClient(
+        api.app, headers=AUTH, raise_server_exceptions=False, follow_redirects=False
+    )
+    for root in ("/api", "/fragments"):
+        path = root + "/" + "/".join(quote(part, safe="") for part in parts)
+        answer = client.request(method, path, params=query)
+        assert answer.status_code < 500, (path, answer.text)
