@@ -21,6 +21,7 @@ from toolweave.center._admin import MAX_BODY, admin_app, check_exposure, serve_a
 
 SECRET = "ci-secret-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {SECRET}"}
+JSON_BODY = {"Content-Type": "application/json"}
 PUSHED = {
     "name": "weather",
     "description": "The weather in a city, now.",
@@ -205,7 +206,11 @@ def test_tokens(center: Center, toolset: ToolSet) -> None:
     problem(client.get("/api/tools", params={"token": SECRET}), 401)  # only the feed
     assert center.tool("echo").status.value == "enabled"
     assert client.get("/").status_code == 200  # the page shell holds no data
-    open_ = TestClient(admin_app(center))
+    # Without tokens only loopback names are served: a rebinding page's Host is not.
+    rebound = TestClient(admin_app(center), base_url="http://attacker.example:8770")
+    problem(rebound.get("/api/tools"), 403)
+    problem(rebound.post("/api/tools/echo/disable", json={}), 403)
+    open_ = TestClient(admin_app(center), base_url="http://127.0.0.1:8770")
     assert open_.post("/api/tools/echo/disable").status_code == 200
     assert last_change(center).actor == "admin-api"
 
@@ -230,10 +235,17 @@ def test_bad_bodies(api: TestClient, center: Center) -> None:
     object or has fields of the wrong type a 422; nothing changes."""
     version = center.version
     path = "/api/tools/echo/rollout"
-    problem(api.post(path, content=b'{"version": "2",'), 400)
-    problem(api.post(path, content=b"\xff\xfe"), 400)
-    problem(api.post(path, content=b"[1, 2]"), 422)
-    problem(api.post(path, content=b'{"version": "2", "percent": "%s"}' % (b"x" * MAX_BODY)), 413)
+    problem(api.post(path, content=b'{"version": "2",', headers=JSON_BODY), 400)
+    problem(api.post(path, content=b"\xff\xfe", headers=JSON_BODY), 400)
+    problem(api.post(path, content=b"[1, 2]", headers=JSON_BODY), 422)
+    big = b'{"version": "2", "percent": "%s"}' % (b"x" * MAX_BODY)
+    problem(api.post(path, content=big, headers=JSON_BODY), 413)
+    # What a web page could send without asking first: a form, or another origin.
+    problem(api.post(path, content=b'{"version": "2", "percent": 5}'), 415)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    problem(api.post(path, content=b"version=2&percent=5", headers=form), 415)
+    problem(api.post(path, json={"version": "2", "percent": 5},
+                     headers={"Origin": "http://evil.example"}), 403)  # fmt: skip
     for body in ({"version": 2, "percent": 10}, {"version": "2", "percent": "10"},
                  {"version": "2", "percent": True}, {"version": "2"}):  # fmt: skip
         problem(api.post(path, json=body), 422)
@@ -351,16 +363,11 @@ def test_random_bodies_never_fail_the_server(
         assert client.get(read).status_code == 200, read  # what was stored reads back
 
 
-@pytest.mark.xfail(
-    reason="_admin._body takes NaN and Infinity (json.loads accepts them); stored, they make "
-    "every later JSON answer holding them a 500 (Starlette renders with allow_nan=False)",
-    strict=True,
-)
 def test_nan_and_infinity_are_refused(api: TestClient) -> None:
     """Bodies with NaN or Infinity are malformed JSON (400), and nothing is stored."""
     client = TestClient(api.app, headers=AUTH, raise_server_exceptions=False)
     for body in (b'{"window": NaN}', b'{"cooldown": Infinity}', b'{"slow_ms": -Infinity}'):
-        problem(client.put("/api/breakers/echo", content=body), 400)
+        problem(client.put("/api/breakers/echo", content=body, headers=JSON_BODY), 400)
     assert client.get("/api/breakers").status_code == 200
     assert client.get("/api/audit").status_code == 200
 

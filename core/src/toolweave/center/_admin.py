@@ -111,6 +111,36 @@ def check_exposure(host: str, tokens: Mapping[str, str]) -> None:
         )
 
 
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def _same_site(request: Request, *, open_: bool) -> None:
+    """Refuse what a web page in the operator's browser could send or read: writes from
+    another origin, writes whose body is not declared JSON (a form or ``text/plain``
+    needs no preflight), and, on a server without tokens, a ``Host`` that is not a
+    loopback name (a DNS-rebinding page)."""
+    host = request.headers.get("host", "")
+    if open_:
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if name not in _LOOPBACK_NAMES and not name.startswith("127."):
+            raise Problem(
+                403, "Forbidden", "without a token this API answers loopback clients only"
+            )
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return
+    origin = request.headers.get("origin")
+    if origin is not None and (origin == "null" or origin.split("://", 1)[-1] != host):
+        raise Problem(403, "Forbidden", "a request from another site is refused")
+    if request.headers.get("content-length", "0") != "0" or "transfer-encoding" in request.headers:
+        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media != "application/json" and not media.endswith("+json"):
+            raise Problem(415, "Unsupported media type", "send the body as application/json")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 async def _body(request: Request) -> dict[str, Any]:
     raw = b""
     async for chunk in request.stream():
@@ -120,7 +150,7 @@ async def _body(request: Request) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise Problem(400, "Malformed JSON", f"the body is not JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -199,6 +229,7 @@ def admin_app(
     def endpoint(fn: Callable[[Request, str], Awaitable[Any]]) -> Handler:
         async def handle(request: Request) -> Response:
             try:
+                _same_site(request, open_=not secrets)
                 actor = actor_of(request)
                 result = await fn(request, actor)
             except Problem as p:
@@ -441,7 +472,6 @@ def admin_app(
         api("/api/tools/{name}/rollout", rollout, ["POST", "DELETE"]),
         api("/api/tools/{name}/roles", roles, ["PUT"]),
         api("/api/tools/{name}/groups", groups, ["PUT"]),
-        api("/api/{scope}/{target}/{action}", set_status, ["POST"]),
         api("/api/breakers", breakers, ["GET"]),
         api("/api/breakers/{target}", breaker, ["PUT", "DELETE"]),
         api("/api/breakers/{target}/reset", reset, ["POST"]),
@@ -449,6 +479,8 @@ def admin_app(
         api("/api/mcp-servers/{server}", mcp_server, ["PUT", "DELETE"]),
         api("/api/audit", audit, ["GET"]),
         api("/api/feed", feed, ["GET"]),
+        # Last: it would take /api/breakers/{target}/reset for a status operation.
+        api("/api/{scope}/{target}/{action}", set_status, ["POST"]),
     ]
     if dashboard:
         from toolweave.center._dashboard import dashboard_routes
@@ -515,3 +547,6 @@ async def serve_admin(
             await server.serve()
         finally:
             tg.cancel_scope.cancel()
+            server.should_exit = True
+            for listener in server.servers:  # cancelled mid-serve: uvicorn leaves them open
+                listener.close()
