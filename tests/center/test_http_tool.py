@@ -287,4 +287,8 @@ async def test_a_tool_pushed_through_the_admin_api_joins_running_sessions(
     assert gone.error is not None
     assert gone.error.kind is ErrorKind.NOT_FOUND
     pushes = center.audit(type="change", tool="weather")
-    assert [(e.outcome, e.actor) for e in pushes] == [("unregister", "ops"), ("register", "ops")]
+    assert [(e.outcome, e.actor) for e in pushes] == [
+        ("unregister", "ops"),
+        ("update", "ops"),
+        ("register", "ops"),
+    ]

@@ -1,8 +1,7 @@
 """A blocking facade over the ``redis`` package's asyncio client, for the stores whose
-interface blocks (the registry center's, the runtime state's): the client lives on an
-event loop in a daemon thread of its own, shared by every store of the process that
-uses the same URL, so a host's event loop never carries Redis I/O and a sync caller
-can use it too."""
+interface blocks (the registry center's, the runtime state's): each store's client lives
+on an event loop in a daemon thread of its own, so a host's event loop never carries
+Redis I/O and a sync caller can use it too."""
 
 from __future__ import annotations
 

@@ -93,6 +93,8 @@ class CenterHook(CallHook):
         self.role = role
         self.cohort = cohort
         self._snap: Snapshot | None = None
+        self._external = -1
+        """The session's ``external_version`` the rules were made for."""
         self._rules: dict[str, _Rule] = {}
         self._pushed: dict[str, ToolRecord] = {}
         """The pushed tools this session was given, as they were then."""
@@ -106,6 +108,8 @@ class CenterHook(CallHook):
         return self.center.snapshot
 
     def view(self, session: Session) -> tuple[frozenset[str], Mapping[str, ToolEntry]]:
+        # Asked when the center's state or the session's external tools changed.
+        self._snap = None
         self._sync_pushed(session)
         hidden: set[str] = set()
         routes: dict[str, ToolEntry] = {}
@@ -157,8 +161,10 @@ class CenterHook(CallHook):
 
     def _rule(self, entry: ToolEntry) -> _Rule:
         snap = self.center.snapshot
-        if snap is not self._snap:
+        external = self.session.external_version
+        if snap is not self._snap or external != self._external:
             self._snap = snap
+            self._external = external  # a server may have changed a tool's definition
             self._rules = {}
         rule = self._rules.get(entry.name)
         if rule is None:
@@ -168,8 +174,19 @@ class CenterHook(CallHook):
     def _make_rule(self, snap: Snapshot, entry: ToolEntry) -> _Rule:
         name = entry.name
         record = snap.records.get(name)
-        if record is None and entry.tool.source != "local" and not self.center.store.readonly:
-            self.center._register_external(entry)  # a tool the session gained at run time
+        if (
+            entry.tool.source.startswith("mcp:")
+            and not self.center.store.readonly
+            and (
+                record is None
+                or record.description != entry.description
+                or record.input_schema != entry.input_schema
+            )
+        ):
+            # A tool the session gained at run time, or one whose server changed its
+            # definition: the center records it (a changed one is quarantined until an
+            # operator approves it).
+            self.center._register_external(entry)
             snap = self.center.snapshot
             record = snap.records.get(name)
         source = record.source if record is not None else entry.tool.source

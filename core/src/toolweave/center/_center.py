@@ -168,8 +168,12 @@ class Snapshot:
         self.open: dict[str, tuple[str, float]] = {}
         """Breaker key → (state, until): circuits that are open or half-open."""
         off: dict[tuple[str, str], tuple[Status, str]] = {}
+        own_pins: dict[str, dict[str, str]] = {}
         for (scope, target, flag), value in flags.items():
-            if flag == "status" and scope in ("group", "source"):
+            if scope == "tool" and flag.startswith("pin:"):
+                if value.get("version") is not None:
+                    own_pins.setdefault(target, {})[flag[4:]] = value["version"]
+            elif flag == "status" and scope in ("group", "source"):
                 off[(scope, target)] = (Status(value["status"]), value.get("reason", ""))
             elif flag == "breaker":
                 self.breaker_cfg[target] = BreakerSettings(**value)
@@ -199,17 +203,16 @@ class Snapshot:
                 ):
                     status, reason = found
                     reason = reason or f"its {scope} {target} is {found[0].value}"
+            if status is Status.ENABLED and record.source.startswith("mcp:"):
+                approved = flags.get(("tool", name, "approved"))
+                if approved is None:
+                    status, reason = Status.QUARANTINED, _AWAITING
+                elif approved["hash"] != definition_hash(record):
+                    status, reason = Status.QUARANTINED, _CHANGED
             self.status[name] = status
             if reason:
                 self.reasons[name] = reason
-            pins = {
-                flag[4:]: value["version"]
-                for (scope, target, flag), value in flags.items()
-                if scope == "tool"
-                and target == name
-                and flag.startswith("pin:")
-                and value.get("version") is not None
-            }
+            pins = own_pins.get(name)
             if pins:
                 self.pins[name] = pins
             rollout = flags.get(("tool", name, "rollout"))
@@ -270,6 +273,10 @@ class Center:
         audit_buffer: Call entries kept in memory while the store cannot be written;
             beyond it the oldest are dropped and counted in :meth:`health`.
         breaker: Breaker settings for tools and MCP servers that have none of their own.
+        approval: How a remote (MCP) tool's definition is first approved: ``auto`` on
+            first sight, or ``manual`` (quarantined until :meth:`approve`). Either way,
+            a definition that changes later is quarantined until an operator approves
+            it again.
 
     Example:
         ```python
@@ -288,9 +295,13 @@ class Center:
         audit: AuditMode = "on",
         audit_buffer: int = 100_000,
         breaker: BreakerSettings | None = None,
+        approval: Literal["auto", "manual"] = "auto",
     ) -> None:
         if audit not in ("on", "off", "required"):
             raise CenterError(f"audit is 'on', 'off' or 'required', not {audit!r}")
+        if approval not in ("auto", "manual"):
+            raise CenterError(f"approval is 'auto' or 'manual', not {approval!r}")
+        self.approval = approval
         self.store = store
         self.poll_interval = poll_interval
         self.audit_mode: AuditMode = audit
@@ -556,9 +567,18 @@ class Center:
             CenterError: A name is held by another source (the message names both), or
                 the store refuses the change.
         """
-        events = self.store.register(list(records), actor=actor or _user())
+        records = list(records)
+        events = self.store.register(records, actor=actor or _user())
         if events:
             self._reload()
+        if self.approval == "auto":
+            flags = self.snapshot.flags
+            for record in records:
+                if (
+                    record.source.startswith("mcp:")
+                    and ("tool", record.name, "approved") not in flags
+                ):
+                    self.approve(record.name, actor="center", reason="first sight")
 
     def register_toolset(
         self, toolset: ToolSet, *, groups: Mapping[str, Iterable[str]] | None = None
@@ -624,6 +644,34 @@ class Center:
             endpoint=validate_endpoint(endpoint),
         )
         self.register([record], actor=actor)
+
+    def approve(self, name: str, *, actor: str | None = None, reason: str = "") -> bool:
+        """Approve the current definition of the remote tool ``name`` (its description
+        and schema as its server sends them now): a quarantined tool whose definition
+        changed is listed and callable again. The audit keeps the approved definition
+        and a diff from the one approved before.
+
+        Raises:
+            CenterError: There is no such tool, or the store refuses the change.
+        """
+        record = self.snapshot.records.get(name)
+        if record is None:
+            raise CenterError(_unknown(name, self.snapshot))
+        digest = definition_hash(record)
+
+        def update(old: Any) -> Any:
+            if old is not None and old["hash"] == digest:
+                return old
+            return {
+                "hash": digest,
+                "description": record.description,
+                "input_schema": dict(record.input_schema),
+                "diff": _definition_diff(old, record),
+            }
+
+        return self._change(
+            "tool", name, "approved", update, actor=actor, reason=reason, action="approve"
+        )
 
     def push_mcp_server(
         self,
@@ -1174,6 +1222,36 @@ def _circuit(found: tuple[str, float]) -> str:
     """``open``, or ``half_open`` once the cool-down has passed (the next call is the
     trial)."""
     return "half_open" if found[1] <= time.time() else found[0]
+
+
+_AWAITING = "its server's definition awaits an operator's approval"
+_CHANGED = (
+    "its server changed its definition since it was approved; an operator must approve the new one"
+)
+
+
+def definition_hash(record: ToolRecord) -> str:
+    """The hash a remote tool's definition is pinned by: its name, description and input
+    schema (canonical JSON)."""
+    text = json.dumps(
+        [record.name, record.description, record.input_schema], sort_keys=True, default=str
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _definition_diff(before: Mapping[str, Any] | None, record: ToolRecord) -> str:
+    """A unified diff of an approved definition and the current one."""
+    import difflib
+
+    def lines(description: str, schema: Any) -> list[str]:
+        return [
+            *description.splitlines(),
+            *json.dumps(schema, indent=1, sort_keys=True).splitlines(),
+        ]
+
+    old = lines(before["description"], before["input_schema"]) if before else []
+    new = lines(record.description, record.input_schema)
+    return "\n".join(difflib.unified_diff(old, new, "approved", "current", lineterm="", n=2))
 
 
 def _settings_dict(settings: BreakerSettings) -> dict[str, Any]:

@@ -394,6 +394,7 @@ class SQLiteCenterStore(CenterStore):
                     if old == _dump(data):
                         continue
                     kind = "changed"
+                    self._audit_change(conn, record.name, "update", before, data, actor, "")
                 else:
                     kind, before = "added", None
                 conn.execute(

@@ -583,6 +583,8 @@ class Session:
         self._listing.clear()
         self._listing_json.clear()
         self.external_version += 1
+        if self._overlay is not None:
+            self._overlay_stamp = _UNSEEN  # the overlay judges the new tools too
 
     @property
     def external(self) -> dict[str, ToolEntry]:
