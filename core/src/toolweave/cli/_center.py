@@ -358,6 +358,44 @@ def pin(
 
 
 @guarded
+def approve(
+    name: Annotated[str, typer.Argument(help="The remote tool's name.")],
+    reason: ReasonOpt = "",
+    actor: ActorOpt = None,
+    center: CenterOpt = None,
+    workspace: WorkspaceOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Approve a remote (MCP) tool's current definition: a tool quarantined because its
+    server changed its description or schema is listed and callable again.
+
+    Without --json the difference from the definition approved before is shown; the
+    audit keeps it.
+
+    **Examples**
+
+        toolweave center approve mcp__github__create_issue --reason "reviewed"
+        toolweave center approve mcp__time__get_current_time --json
+    """
+    with open_center(center, workspace) as c:
+        changed = c.approve(name, actor=actor, reason=reason)
+        approved = c.snapshot.flags.get(("tool", name, "approved")) or {}
+        state = c.tool(name)
+    data = {
+        "tool": name,
+        "changed": changed,
+        "status": state.status.value,
+        "diff": approved.get("diff", ""),
+    }
+    if json_ or not changed or not data["diff"]:
+        verb = "approved" if changed else "was already approved:"
+        _emit(json_, data, f"{verb} the definition of {escape(name)}")
+        return
+    out.print(f"approved the definition of {escape(name)}; changes from the one before:")
+    out.print(escape(str(data["diff"])), highlight=False)
+
+
+@guarded
 def rollback(
     name: Annotated[str, typer.Argument(help="The tool's name.")],
     cohort: CohortOpt = None,
@@ -661,7 +699,8 @@ def serve(
 def register(app: typer.Typer) -> None:
     """Add the ``center`` command group to ``app``."""
     for command in (
-        status, tools, enable, disable, pin, rollback, rollout, roles, breaker, serve
+        status, tools, enable, disable, pin, rollback, rollout, roles, breaker, approve,
+        serve,
     ):  # fmt: skip
         group.command(command.__name__)(command)
     app.add_typer(group, name="center")
