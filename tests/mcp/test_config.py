@@ -25,7 +25,7 @@ def test_full_form_reads_every_option() -> None:
                     "group": "clock",
                     "permission": "read_only",
                     "auto_reconnect": False,
-                    "heartbeat_interval": 500,
+                    "heartbeat_interval": 0.5,
                     "timeout": 1500,
                 },
                 "docs": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "k"}},

@@ -172,9 +172,12 @@ _INSERT_CALLS = (
 
 def _merge(before: dict[str, Any], data: dict[str, Any]) -> None:
     """What a registration keeps of the record already there: hosts may configure
-    different versions and declare different groups; the record knows them all."""
+    different versions and declare different groups (the record knows them all), and a
+    registration without a role whitelist keeps the one its source declared."""
     data["versions"] = sorted({*before.get("versions", ()), *data["versions"]}, key=version_key)
     data["groups"] = sorted({*before.get("groups", ()), *data["groups"]})
+    if data["roles"] is None:  # a registration that declares none keeps the source's
+        data["roles"] = before.get("roles")
 
 
 def _dump(value: Any) -> str:

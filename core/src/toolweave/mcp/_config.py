@@ -2,16 +2,25 @@
 
 Two shapes are accepted, in JSON or TOML::
 
-    {"mcp_servers": {"time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"],
-                              "timeout": 3000, "auto_reconnect": true}}}
+    {"mcp_servers": {"files": {"type": "stdio", "command": ["python", "./server.py"],
+                               "group": "mcp_file", "permission": ["admin"],
+                               "auto_reconnect": true, "heartbeat_interval": 10},
+                     "orders": {"type": "http", "url": "http://127.0.0.1:8002/mcp/v1",
+                                "group": "mcp_order", "timeout": 5000}}}
 
     {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]},
                     "docs": {"url": "https://example.com/mcp", "headers": {"X-Key": "k"}}}}
 
-The first (``mcp_servers``) takes every option of :class:`ServerConfig`; the second
+The first (``mcp_servers``, the ``.mcp_servers.json`` of the registry center's design)
+takes every option of :class:`ServerConfig`, with that design's meanings: ``command``
+may be a list (the program and its arguments), ``permission`` may be a list of roles
+(the role whitelist of the server's tools in the registry center), ``group`` names the
+center group of its tools, and ``heartbeat_interval`` is in **seconds** (``timeout``,
+``connect_timeout`` and ``poll_interval`` stay in milliseconds). The second
 (``mcpServers``, the form most desktop clients write) takes only the connection keys.
-Unknown keys and bad values raise one :class:`~toolweave.ConfigError` listing every
-problem, each naming the server and the field.
+Unknown keys (top-level ones included) and bad values raise one
+:class:`~toolweave.ConfigError` listing every problem, each naming the server and the
+field.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ __all__ = [
 
 DEFAULT_TIMEOUT_MS = 3000
 """Milliseconds a remote call may take when the server's configuration says nothing."""
-DEFAULT_HEARTBEAT_MS = 15_000
+DEFAULT_HEARTBEAT_MS = 10_000
 """Milliseconds between liveness checks of a connected server."""
 DEFAULT_POLL_MS = 60_000
 """Milliseconds between re-reads of a server's tool list (besides list_changed)."""
@@ -83,10 +92,15 @@ class ServerConfig(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     """HTTP headers sent with every request (``http``), e.g. an authorization header."""
     group: str | None = None
-    """A label for the server's tools (for listings, role and group filters)."""
+    """The registry center group of the server's tools (for listings, role and group
+    filters, and operators' enable/disable)."""
     permission: Literal["auto", "read_only", "read_write"] = "auto"
     """Whether the server's tools change things: ``read_only`` or ``read_write`` for all
     of them, ``auto`` to trust each tool's ``readOnlyHint`` annotation."""
+    roles: tuple[str, ...] | None = None
+    """The roles that may list and call the server's tools, in a registry center (a file
+    in the ``mcp_servers`` form writes them as ``permission: [...]``); ``None``: every
+    role."""
     auto_reconnect: bool = True
     """Reconnect with exponential backoff after the server fails or stops answering."""
     heartbeat_interval: float = Field(DEFAULT_HEARTBEAT_MS, gt=0)
@@ -182,6 +196,46 @@ def _prepare(raw: Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
+MIN_HEARTBEAT_S = 0.1
+MAX_HEARTBEAT_S = 3600.0
+
+
+def _design_form(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Read an ``mcp_servers`` entry with the center design's meanings, in place (see the
+    module docs); the problems found, as (field, message)."""
+    problems: list[tuple[str, str]] = []
+    command = data.get("command")
+    if isinstance(command, list):
+        if not command or not all(isinstance(part, str) and part for part in command):
+            problems.append(("command", "`command` as a list holds the program and its arguments"))
+        else:
+            data["command"] = command[0]
+            extra = data.get("args") or []
+            data["args"] = [*command[1:], *(extra if isinstance(extra, list) else [extra])]
+    permission = data.get("permission")
+    if isinstance(permission, list):
+        if not all(isinstance(role, str) and role.strip() for role in permission):
+            problems.append(("permission", "`permission` as a list holds role names"))
+        else:
+            data["roles"] = tuple(permission)
+            del data["permission"]
+    heartbeat = data.get("heartbeat_interval")
+    if heartbeat is not None:
+        if isinstance(heartbeat, bool) or not isinstance(heartbeat, int | float):
+            problems.append(("heartbeat_interval", "`heartbeat_interval` is a number of seconds"))
+        elif not MIN_HEARTBEAT_S <= heartbeat <= MAX_HEARTBEAT_S:
+            problems.append(
+                (
+                    "heartbeat_interval",
+                    f"`heartbeat_interval` is in seconds in this form, between "
+                    f"{MIN_HEARTBEAT_S:g} and {MAX_HEARTBEAT_S:g} (got {heartbeat:g})",
+                )
+            )
+        else:
+            data["heartbeat_interval"] = heartbeat * 1000
+    return problems
+
+
 def parse_servers(data: Any, *, source: str = "configuration") -> dict[str, ServerConfig]:
     """Validate server definitions in either form (see the module docs).
 
@@ -200,6 +254,20 @@ def parse_servers(data: Any, *, source: str = "configuration") -> dict[str, Serv
             [ConfigIssue("", f"{source} must be a mapping", tag="mcp_server", actual=data)]
         )
     roots = [k for k in ("mcp_servers", "mcpServers") if k in data]
+    unknown_roots = sorted(str(k) for k in data if k not in ("mcp_servers", "mcpServers"))
+    if roots and unknown_roots:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    "",
+                    f"{source}: unknown top-level key `{key}` (a server file holds "
+                    "`mcp_servers` or `mcpServers`)",
+                    path=key,
+                    tag="mcp_server",
+                )
+                for key in unknown_roots
+            ]
+        )
     if not roots:
         raise ConfigError(
             [
@@ -250,6 +318,12 @@ def parse_servers(data: Any, *, source: str = "configuration") -> dict[str, Serv
                 if unknown:
                     continue
             prepared = _prepare(raw)
+            if root == "mcp_servers":
+                problems = _design_form(prepared)
+                for field, message in problems:
+                    issues.append(_issue(server_id, root, field, message, actual=raw.get(field)))
+                if problems:
+                    continue
             if prepared.get("type") == "memory":
                 issues.append(
                     _issue(

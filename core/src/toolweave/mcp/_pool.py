@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from toolweave.mcp._names import DEFAULT_PREFIX, MAX_NAME, client_name, fit, san
 from toolweave.mcp._reload import watch_file
 
 if TYPE_CHECKING:
+    from toolweave.catalog._toolset import ToolEntry
     from toolweave.center import Center
     from toolweave.runtime._session import Session
 
@@ -438,9 +440,27 @@ class MCPPool:
             else:
                 self._renamed.get(sid, {}).pop(tool.name, None)
             self._by_name[entry.name] = RemoteToolInfo(entry.name, sid, tool.name)
+            if self.center is not None:
+                self._declare(entry, conn.config)
             return _Registered(entry.name, _fingerprint(tool))
         skipped[tool.name] = f"no free client name ({reason})"
         return None
+
+    def _declare(self, entry: ToolEntry, config: ServerConfig) -> None:
+        """Register a remote tool in the center with its server's group and role
+        whitelist (before any session judges it). A failure is logged: the tool then
+        joins the center the way any external tool does."""
+        from toolweave.center._center import record_of
+        from toolweave.errors import CenterError
+
+        assert self.center is not None
+        record = record_of(entry, None, (config.group,) if config.group else ())
+        if config.roles is not None:
+            record = dataclasses.replace(record, roles=tuple(config.roles))
+        try:
+            self.center.register([record])
+        except CenterError as exc:
+            logger.error("registering %s with the center failed: %s", entry.name, exc)
 
     def _unregister(self, name: str) -> None:
         self.session.unregister_external(name)
