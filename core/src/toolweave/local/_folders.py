@@ -1,0 +1,704 @@
+"""Plugin folders: ``.py`` files whose ``@register_tool`` tools join the registry
+center and attached sessions, followed while they change."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import linecache
+import logging
+import os
+import re
+import sys
+import types
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, final
+
+from toolweave.center import CenterError, ToolRecord, source_of
+from toolweave.errors import UsageError
+from toolweave.local._base import BaseLocalTool, erase_local
+from toolweave.local._feed import publish_alerts
+from toolweave.local._marks import collecting, spec_of
+
+if TYPE_CHECKING:
+    from toolweave.catalog import ErasedTool
+    from toolweave.center import Center
+    from toolweave.runtime import Session
+
+__all__ = [
+    "DEFAULT_FOLDER",
+    "ENV_PLUGINS",
+    "PluginAlert",
+    "PluginFile",
+    "PluginFolders",
+    "PluginTool",
+]
+
+logger = logging.getLogger("toolweave.local")
+
+DEFAULT_FOLDER = Path("tools") / "plugins"
+"""The plugin folder of a workspace, relative to its root."""
+ENV_PLUGINS = "TOOLWEAVE_PLUGINS"
+"""Plugin folders for the CLI, separated by ``os.pathsep`` (instead of the default)."""
+
+DELETED = "its plugin file {file} was deleted"
+"""The reason of the center's disable of a deleted file's tools."""
+DROPPED = "no longer defined in plugin file {file}"
+"""The reason of the center's disable of a tool its file no longer defines."""
+_OURS = re.compile(r"^(its plugin file .+ was deleted|no longer defined in plugin file .+)$")
+
+_FAILURES = (Exception, SystemExit)
+"""What a plugin file may raise at import without taking the host down."""
+
+
+@dataclass(frozen=True, slots=True)
+class PluginAlert:
+    """A plugin file that could not be loaded (or a tool of it left out).
+
+    Attributes:
+        file: The file.
+        line: The line the problem is on (``None`` when unknown).
+        message: What went wrong.
+        source: The center source of the file's folder (``dir:<folder>``).
+    """
+
+    file: Path
+    line: int | None
+    message: str
+    source: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else str(self.file)
+        return f"{where}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "file": str(self.file),
+            "line": self.line,
+            "message": self.message,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PluginTool:
+    """One tool a plugin file provides.
+
+    Attributes:
+        name: The client-visible name (the tool's id, or a ``BaseLocalTool``'s
+            ``tool_name``).
+        file: The file that defines it.
+        source: Its center source (``dir:<folder>``).
+        groups: The groups ``@register_tool`` gave it.
+        roles: The role whitelist ``@register_tool`` gave it (``None``: every role).
+        tool: The erased handle sessions run.
+    """
+
+    name: str
+    file: Path
+    source: str
+    groups: tuple[str, ...]
+    roles: tuple[str, ...] | None
+    tool: ErasedTool
+
+    def record(self) -> ToolRecord:
+        """The tool as the registry center records it."""
+        tool = self.tool
+        try:
+            schema = dict(tool.input_schema)
+        except Exception:
+            schema = {}
+        return ToolRecord(
+            name=self.name,
+            source=self.source,
+            fqid=tool.fqid,
+            kind=tool.kind.value,
+            description=tool.description,
+            input_schema=schema,
+            read_only=tool.read_only,
+            groups=self.groups,
+            roles=self.roles,
+            versions=(tool.version,) if tool.version else (),
+            default_version=tool.version,
+        )
+
+
+@dataclass(slots=True)
+class PluginFile:
+    """One ``.py`` file of a plugin folder, as last seen.
+
+    Attributes:
+        path: The file.
+        folder: The plugin folder it is in.
+        module: Its module name in ``sys.modules``.
+        status: ``loaded`` (its tools are served), ``failed`` (it never loaded) or
+            ``stale`` (its last version failed; the last good one is still served).
+        tools: The names of the tools it provides now.
+        alerts: Its current problems.
+    """
+
+    path: Path
+    folder: Path
+    module: str
+    status: Literal["loaded", "failed", "stale"] = "failed"
+    tools: list[str] = field(default_factory=list)
+    alerts: list[PluginAlert] = field(default_factory=list)
+    digest: str = ""
+    signature: tuple[int, int] = (0, 0)
+
+    @property
+    def source(self) -> str:
+        """The center source of the file's folder."""
+        return f"dir:{self.folder}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able summary."""
+        return {
+            "file": str(self.path),
+            "folder": str(self.folder),
+            "source": self.source,
+            "status": self.status,
+            "tools": list(self.tools),
+            "alerts": [a.to_dict() for a in self.alerts],
+        }
+
+
+class _Failed(Exception):
+    def __init__(self, alert: PluginAlert) -> None:
+        super().__init__(str(alert))
+        self.alert = alert
+
+
+def _signature(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _module_name(path: Path) -> str:
+    digest = hashlib.blake2b(str(path).encode(), digest_size=5).hexdigest()
+    stem = re.sub(r"\W", "_", path.stem)
+    return f"toolweave_plugin_{digest}_{stem}"
+
+
+def _line_of(exc: BaseException, path: Path) -> int | None:
+    """The line of ``path`` the exception points at: a syntax error's own line, else
+    the last frame of the traceback in that file."""
+    if isinstance(exc, SyntaxError) and exc.filename == str(path) and exc.lineno:
+        return exc.lineno
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == str(path):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"syntax error: {exc.msg}"
+    if isinstance(exc, ImportError):
+        return f"import error: {type(exc).__name__}: {exc}"
+    return f"error while importing: {type(exc).__name__}: {exc}"
+
+
+@final
+class PluginFolders:
+    """The plugin folders of a host: every ``.py`` file in them (recursively) imported,
+    its ``@register_tool`` tools registered in the registry center (source
+    ``dir:<folder>``, their groups and role whitelist) and added to every attached
+    session as external tools under their own names; with :meth:`watch`, files added,
+    changed and deleted are followed while sessions run.
+
+    A file that fails to import is skipped with a :class:`PluginAlert` naming the file
+    and line (logged, in :attr:`alerts`, and in the center's change feed as the
+    ``plugin_alerts`` flag of ``source:dir:<folder>``); the other files load. A changed
+    file that now fails keeps its last good version. A deleted file's tools leave the
+    sessions and are disabled in the center with a reason naming the file (not
+    unregistered: the audit and the operators' flags stay).
+
+    Roles and groups are enforced by a registry center: without ``center`` the tools
+    are served to every session, whatever ``permission`` says.
+
+    Example:
+        ```python
+        center.attach(session, role="common_user")   # packs first: they keep their names
+        plugins = PluginFolders(["tools/plugins"], center=center)
+        plugins.attach(session)
+        plugins.load()
+        async with plugins.watching():
+            ...                                      # edits reach the session
+        ```
+
+    Args:
+        folders: The folders (default: ``tools/plugins`` under ``workspace``); relative
+            ones are taken from ``workspace``. A folder that does not exist holds no
+            files until it is created (a :meth:`rescan` or the watcher finds them).
+        workspace: The root relative folders are resolved against (default: the
+            current directory).
+        center: The registry center the tools are registered in.
+        actor: Who the center's audit names for the loader's changes (default: the
+            user running the process).
+    """
+
+    def __init__(
+        self,
+        folders: Iterable[str | Path] | None = None,
+        *,
+        workspace: str | Path | None = None,
+        center: Center | None = None,
+        actor: str | None = None,
+    ) -> None:
+        root = Path(workspace) if workspace is not None else Path.cwd()
+        chosen = [DEFAULT_FOLDER] if folders is None else [Path(f) for f in folders]
+        resolved: list[Path] = []
+        for folder in chosen:
+            path = (root / folder.expanduser()).resolve()
+            if path not in resolved:
+                resolved.append(path)
+        self.folders: tuple[Path, ...] = tuple(resolved)
+        """The folders, absolute."""
+        self.center = center
+        self.actor = actor
+        self.files: dict[Path, PluginFile] = {}
+        """The files found, by path."""
+        self.tools: dict[str, PluginTool] = {}
+        """The tools served now, by client name."""
+        self.version = 0
+        """Bumped on every change of :attr:`tools` or :attr:`alerts`."""
+        self.watch_ready = False
+        """Whether :meth:`watch` is following the folders now (changes from now on are
+        seen)."""
+        self._sessions: list[tuple[Session, set[str]]] = []
+        self._published: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def __repr__(self) -> str:
+        return f"<PluginFolders {[str(f) for f in self.folders]} tools={sorted(self.tools)}>"
+
+    @property
+    def sources(self) -> list[str]:
+        """The center sources of the folders (``dir:<folder>``)."""
+        return [f"dir:{folder}" for folder in self.folders]
+
+    @property
+    def alerts(self) -> list[PluginAlert]:
+        """The current problems of every file, by file."""
+        return [alert for file in self.files.values() for alert in file.alerts]
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def attach(self, session: Session) -> list[PluginAlert]:
+        """Add the tools to ``session`` (external tools named as they are, no prefix) and
+        keep it in step with every later change. A tool whose name the session already
+        has (a pack's tool, an MCP server's) is left out of it, with an alert naming
+        both sources.
+
+        Returns:
+            The alerts of tools left out of this session.
+        """
+        for known, _ in self._sessions:
+            if known is session:
+                return []
+        self._sessions.append((session, set()))
+        alerts = []
+        for tool in list(self.tools.values()):
+            alert = self._join(session, tool)
+            if alert is not None:
+                alerts.append(alert)
+                self._remember(alert)
+        if alerts:
+            self._publish()
+        return alerts
+
+    def detach(self, session: Session) -> None:
+        """Take the tools out of ``session`` and stop following it."""
+        for i, (known, added) in enumerate(self._sessions):
+            if known is session:
+                for name in added:
+                    session.unregister_external(name)
+                del self._sessions[i]
+                return
+
+    def _added(self, session: Session) -> set[str]:
+        for known, added in self._sessions:
+            if known is session:
+                return added
+        raise KeyError(session)
+
+    def _join(self, session: Session, tool: PluginTool) -> PluginAlert | None:
+        """Put ``tool`` into ``session``, replacing the version this loader put there."""
+        added = self._added(session)
+        name = tool.name
+        built_in = session.toolset.get(name)
+        if built_in is not None:
+            return self._clash(tool, f"{source_of(built_in.tool)} ({built_in.tool.origin})")
+        if name in added:
+            session.unregister_external(name)
+            added.discard(name)
+        elif name in session.external:
+            other = session.external[name].tool
+            return self._clash(tool, f"{source_of(other)} (an external tool of the session)")
+        try:
+            session.register_external(tool.tool, name=name, prefix="")
+        except UsageError as exc:
+            return PluginAlert(
+                tool.file, None, f"{name} could not join a session: {exc}", tool.source
+            )
+        added.add(name)
+        return None
+
+    def _leave(self, name: str) -> None:
+        for session, added in self._sessions:
+            if name in added:
+                session.unregister_external(name)
+                added.discard(name)
+
+    @staticmethod
+    def _clash(tool: PluginTool, other: str) -> PluginAlert:
+        return PluginAlert(
+            tool.file,
+            None,
+            f"tool name {tool.name!r} is defined by {other} and by {tool.source} "
+            f"({tool.file.name}); rename one of them",
+            tool.source,
+        )
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def load(self) -> list[PluginAlert]:
+        """Import every file of the folders and register its tools (the same as
+        :meth:`rescan`; call it once at start-up, after :meth:`attach`).
+
+        Returns:
+            The current alerts (also logged and published to the center).
+        """
+        return self.rescan()
+
+    def _scan(self) -> dict[Path, Path]:
+        found: dict[Path, Path] = {}
+        for folder in self.folders:
+            if not folder.is_dir():
+                continue
+            for dirpath, dirnames, filenames in os.walk(folder):
+                dirnames[:] = sorted(
+                    d for d in dirnames if not d.startswith(".") and d != "__pycache__"
+                )
+                for filename in sorted(filenames):
+                    if filename.endswith(".py") and not filename.startswith("."):
+                        found.setdefault(Path(dirpath) / filename, folder)
+        return found
+
+    def changed_on_disk(self) -> bool:
+        """Whether a file was added, changed or deleted since the last look (by size and
+        modification time; cheap)."""
+        found = self._scan()
+        if found.keys() != self.files.keys():
+            return True
+        return any(_signature(path) != file.signature for path, file in self.files.items())
+
+    def rescan(self) -> list[PluginAlert]:
+        """Bring everything in step with the folders now: new files imported, changed
+        ones reloaded, deleted ones' tools disabled. :meth:`watch` calls it on every
+        change; hosts without ``watchfiles`` may call it themselves.
+
+        Returns:
+            The current alerts.
+        """
+        found = self._scan()
+        for path in [p for p in self.files if p not in found]:
+            self._delete(path)
+        for path, folder in found.items():
+            self._update(path, folder)
+        self._publish()
+        return self.alerts
+
+    def _update(self, path: Path, folder: Path) -> None:
+        signature = _signature(path)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return  # gone between the scan and now: the next look deletes it
+        digest = hashlib.sha256(data).hexdigest()
+        file = self.files.get(path)
+        if file is not None and file.digest == digest:
+            file.signature = signature or (0, 0)
+            return
+        if file is None:
+            file = self.files[path] = PluginFile(path, folder, _module_name(path))
+        file.digest = digest
+        file.signature = signature or (0, 0)
+        try:
+            found = self._import(file, data)
+            tools, alerts = self._tools_of(file, found)
+        except _Failed as failed:
+            file.alerts = [failed.alert]
+            file.status = "stale" if file.tools else "failed"
+            self._remember(failed.alert)
+            self.version += 1
+            return
+        self._apply(file, tools, alerts)
+
+    def _import(self, file: PluginFile, data: bytes) -> list[object]:
+        """Execute the file as a fresh module under its name; on failure the previous
+        module (the last good version) is put back."""
+        name = file.module
+        path = file.path
+        old = sys.modules.pop(name, None)
+        module = types.ModuleType(name)
+        module.__file__ = str(path)
+        module.__spec__ = importlib.util.spec_from_loader(name, loader=None, origin=str(path))
+        sys.modules[name] = module
+        linecache.checkcache(str(path))
+        try:
+            with collecting() as found:
+                code = compile(data, str(path), "exec", dont_inherit=True)
+                exec(code, module.__dict__)
+        except _FAILURES as exc:
+            sys.modules.pop(name, None)
+            if old is not None:
+                sys.modules[name] = old
+            raise _Failed(
+                PluginAlert(path, _line_of(exc, path), _describe(exc), file.source)
+            ) from exc
+        return found
+
+    def _tools_of(
+        self, file: PluginFile, found: list[object]
+    ) -> tuple[list[PluginTool], list[PluginAlert]]:
+        from toolweave.catalog._erasure import erase
+
+        tools: list[PluginTool] = []
+        alerts: list[PluginAlert] = []
+        names: set[str] = set()
+        for obj in found:
+            spec = spec_of(obj)
+            if spec is None:
+                continue
+            line = _definition_line(obj, file.path)
+            try:
+                if isinstance(obj, type) and issubclass(obj, BaseLocalTool):
+                    erased = erase_local(obj(), file.source)
+                else:
+                    erased = erase(obj, origin=file.source)  # type: ignore[arg-type]
+            except _FAILURES as exc:
+                what = getattr(obj, "__qualname__", repr(obj))
+                alerts.append(
+                    PluginAlert(file.path, line, f"{what} is not a valid tool: {exc}", file.source)
+                )
+                continue
+            if erased.id in names:
+                alerts.append(
+                    PluginAlert(
+                        file.path, line, f"tool name {erased.id!r} is defined twice", file.source
+                    )
+                )
+                continue
+            names.add(erased.id)
+            tools.append(
+                PluginTool(erased.id, file.path, file.source, spec.groups, spec.roles, erased)
+            )
+        return tools, alerts
+
+    def _apply(self, file: PluginFile, tools: list[PluginTool], alerts: list[PluginAlert]) -> None:
+        kept: list[str] = []
+        for tool in tools:
+            owner = self.tools.get(tool.name)
+            if owner is not None and owner.file != file.path:
+                alerts.append(
+                    PluginAlert(
+                        file.path,
+                        None,
+                        f"tool name {tool.name!r} is defined by {owner.file} ({owner.source}) "
+                        f"and by {file.path} ({tool.source}); rename one of them",
+                        tool.source,
+                    )
+                )
+                continue
+            clash = self._clash_in_sessions(tool)
+            if clash is not None:
+                alerts.append(clash)
+                continue
+            problem = self._register(tool)
+            if problem is not None:
+                alerts.append(problem)
+                continue
+            self.tools[tool.name] = tool
+            kept.append(tool.name)
+            for session, _ in self._sessions:
+                alert = self._join(session, tool)
+                if alert is not None:
+                    alerts.append(alert)
+        for name in file.tools:
+            if name not in kept:
+                self._retire(name, DROPPED.format(file=file.path))
+        file.tools = kept
+        file.alerts = alerts
+        file.status = "loaded"
+        for alert in alerts:
+            self._remember(alert)
+        self.version += 1
+        logger.info("plugin file %s: %s", file.path, ", ".join(kept) or "no tools")
+
+    def _clash_in_sessions(self, tool: PluginTool) -> PluginAlert | None:
+        for session, added in self._sessions:
+            built_in = session.toolset.get(tool.name)
+            if built_in is not None:
+                return self._clash(tool, f"{source_of(built_in.tool)} ({built_in.tool.origin})")
+            if tool.name in session.external and tool.name not in added:
+                other = session.external[tool.name].tool
+                return self._clash(tool, f"{source_of(other)} (an external tool of the session)")
+        return None
+
+    def _register(self, tool: PluginTool) -> PluginAlert | None:
+        center = self.center
+        if center is None or center.store.readonly:
+            return None
+        try:
+            center.register([tool.record()], actor=self.actor)
+            own = center.snapshot.flags.get(("tool", tool.name, "status"))
+            if own is not None and _OURS.match(str(own.get("reason", ""))):
+                center.enable(
+                    tool.name, actor=self.actor, reason=f"defined again in plugin file {tool.file}"
+                )
+        except CenterError as exc:
+            return PluginAlert(tool.file, None, str(exc), tool.source)
+        return None
+
+    def _retire(self, name: str, reason: str) -> None:
+        """Take a tool out of the sessions and disable it in the center (kept there)."""
+        tool = self.tools.pop(name, None)
+        self._leave(name)
+        center = self.center
+        if tool is None or center is None or center.store.readonly:
+            return
+        record = center.snapshot.records.get(name)
+        if record is None or record.source != tool.source:
+            return
+        try:
+            center.disable(name, actor=self.actor, reason=reason)
+        except CenterError as exc:
+            logger.error("disabling %s in the center failed: %s", name, exc)
+
+    def _delete(self, path: Path) -> None:
+        file = self.files.pop(path)
+        for name in file.tools:
+            self._retire(name, DELETED.format(file=path))
+        sys.modules.pop(file.module, None)
+        self.version += 1
+        logger.info(
+            "plugin file %s was deleted: %s disabled", path, ", ".join(file.tools) or "nothing"
+        )
+
+    def _remember(self, alert: PluginAlert) -> None:
+        logger.warning("plugin file skipped: %s", alert)
+
+    def _publish(self) -> None:
+        center = self.center
+        if center is None:
+            return
+        for folder in self.folders:
+            source = f"dir:{folder}"
+            now = {
+                str(alert.file): {"line": alert.line, "message": alert.message}
+                for file in self.files.values()
+                if file.folder == folder
+                for alert in file.alerts
+            }
+            if now != self._published.get(source, {}):
+                publish_alerts(center, source, now, actor=self.actor)
+                self._published[source] = now
+
+    # -- watching ---------------------------------------------------------------------------
+
+    async def watch(self, *, debounce: float = 0.1, poll: float = 1.0) -> None:
+        """Follow the folders until cancelled: every change of a ``.py`` file (seen by
+        ``watchfiles``, anyio-native) is applied with :meth:`rescan`; every ``poll``
+        seconds without an event the folders are looked at too (cheaply: sizes and
+        times), which also finds a folder created after the start.
+
+        Args:
+            debounce: Seconds changes are gathered before they are applied.
+            poll: Seconds between looks without an event.
+
+        Raises:
+            ModuleNotFoundError: ``watchfiles`` is not installed (with the install hint).
+        """
+        try:
+            from watchfiles import awatch
+        except ImportError as exc:
+            raise ModuleNotFoundError(
+                "hot reload of plugin folders needs watchfiles, an optional extra: "
+                "pip install 'toolweave[local]'",
+                name="watchfiles",
+            ) from exc
+        import anyio
+
+        try:
+            while True:
+                roots = [str(folder) for folder in self.folders if folder.is_dir()]
+                if not roots:
+                    self.watch_ready = True
+                    await anyio.sleep(poll)
+                    if self.changed_on_disk():
+                        self.rescan()
+                    continue
+                async for changes in awatch(
+                    *roots,
+                    watch_filter=_python_files,
+                    debounce=max(1, int(debounce * 1000)),
+                    step=50,
+                    rust_timeout=max(1, int(poll * 1000)),
+                    yield_on_timeout=True,
+                    recursive=True,
+                ):
+                    self.watch_ready = True
+                    if changes or self.changed_on_disk():
+                        self.rescan()
+                    if [str(f) for f in self.folders if f.is_dir()] != roots:
+                        break  # a folder appeared or vanished: watch the new set
+        finally:
+            self.watch_ready = False
+
+    @asynccontextmanager
+    async def watching(self) -> AsyncIterator[PluginFolders]:
+        """Run :meth:`watch` in the background for the block."""
+        import anyio
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.watch)
+            try:
+                yield self
+            finally:
+                tg.cancel_scope.cancel()
+
+    def close(self) -> None:
+        """Take the tools out of every attached session and drop the files' modules (the
+        center keeps its records)."""
+        for session, _ in list(self._sessions):
+            self.detach(session)
+        for file in self.files.values():
+            sys.modules.pop(file.module, None)
+
+
+def _python_files(_change: object, path: str) -> bool:
+    """What wakes the watcher: Python files and folders, outside hidden folders and
+    caches."""
+    parts = Path(path).parts
+    if any(p.startswith(".") or p == "__pycache__" for p in parts[-3:]):
+        return False
+    return path.endswith(".py") or "." not in parts[-1]
+
+
+def _definition_line(obj: object, path: Path) -> int | None:
+    """The line ``obj`` is defined on in ``path``, when it can be told."""
+    code = getattr(obj, "__code__", None) or getattr(getattr(obj, "run", None), "__code__", None)
+    if code is not None and code.co_filename == str(path):
+        return int(code.co_firstlineno)
+    return None
