@@ -140,3 +140,41 @@ async def test_the_design_file_feeds_the_center(
             assert "mcp__order_server__add" not in listed(admin)
     finally:
         center.close()
+
+
+async def test_hot_reload_adds_retires_and_restores_a_server(
+    tmp_path: Path,
+    demo_http: str,
+    host_session: Callable[..., Session],
+    eventually: Eventually,
+) -> None:
+    """Editing the file adds a server (its tools registered in the center), removing it
+    marks its tools offline in the center (kept, audited), adding it back enables them."""
+    path = tmp_path / ".mcp_servers.json"
+    entry = {"type": "http", "url": demo_http, "group": "mcp_order"}
+    path.write_text(json.dumps({"mcp_servers": {}}))
+    center = Center.open(tmp_path / "center.db", poll_interval=0.05)
+    session = host_session(workspace=tmp_path)
+    center.attach(session)
+    name = "mcp__orders__add"
+
+    def listed() -> set[str]:
+        return {d["function"]["name"] for d in session.definitions()}
+
+    try:
+        async with MCPPool(session, config_path=path, center=center, reload_interval=0.1):
+            path.write_text(json.dumps({"mcp_servers": {"orders": entry}}))
+            await eventually(lambda: name in listed(), within=30)
+            assert center.tool(name).groups == ("mcp_order",)
+            path.write_text(json.dumps({"mcp_servers": {}}))
+            await eventually(lambda: name not in listed(), within=30)
+            state = center.tool(name)
+            assert state.status.value == "offline"
+            assert "removed from the configuration" in state.reason
+            path.write_text(json.dumps({"mcp_servers": {"orders": entry}}))
+            await eventually(lambda: name in listed(), within=30)
+            assert center.tool(name).status.value == "enabled"
+            trail = [e.outcome for e in center.audit(type="change", tool=name)]
+            assert trail[:2] == ["enable", "offline"]
+    finally:
+        center.close()

@@ -21,7 +21,7 @@ from toolweave.mcp._config import ServerConfig, load_servers, parse_servers
 from toolweave.mcp._connection import ServerConnection, ServerState, ServerStatus, describe
 from toolweave.mcp._forward import remote_tool
 from toolweave.mcp._names import DEFAULT_PREFIX, MAX_NAME, client_name, fit, sanitize
-from toolweave.mcp._reload import watch_file
+from toolweave.mcp._reload import file_signature, watch_file
 
 if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolEntry
@@ -53,6 +53,16 @@ class _Registered:
     name: str
     """The client-visible name."""
     fingerprint: str
+
+
+def _retired(server_id: str) -> str:
+    """The center's reason for the tools of a server removed from the configuration."""
+    return f"MCP server {server_id} was removed from the configuration"
+
+
+def _server_of(entry: ToolEntry) -> str:
+    """The server id of a remote tool's entry (its source is ``mcp:<server>``)."""
+    return entry.tool.source.removeprefix("mcp:")
 
 
 def _fingerprint(tool: types.Tool) -> str:
@@ -155,7 +165,9 @@ class MCPPool:
         if self._tg is not None:
             raise UsageError("this MCPPool is already open")
         configs = dict(self._code_servers)
+        seen = None
         if self.config_path is not None:
+            seen = file_signature(self.config_path)  # before reading: no edit is missed
             for sid, config in load_servers(self.config_path).items():
                 if sid in configs:
                     raise UsageError(f"MCP server {sid!r} is configured both in code and in a file")
@@ -168,7 +180,7 @@ class MCPPool:
             await self._settle(started)
             if self.config_path is not None and self.watch:
                 self._tg.start_soon(
-                    watch_file, self.config_path, self.reload_interval, self._file_changed
+                    watch_file, self.config_path, self.reload_interval, self._file_changed, seen
                 )
             if self.center is not None:
                 self._tg.start_soon(self._follow, self.center)
@@ -297,7 +309,9 @@ class MCPPool:
             wanted.setdefault(sid, config)
         changes: dict[str, str] = {}
         for sid in [s for s in self._configs if s not in wanted]:
+            names = [record.name for record in self._records.get(sid, {}).values()]
             await self._stop(sid)
+            self._retire(sid, names)
             changes[sid] = "removed"
         started: list[ServerConnection | None] = []
         for sid, config in wanted.items():
@@ -459,8 +473,26 @@ class MCPPool:
             record = dataclasses.replace(record, roles=tuple(config.roles))
         try:
             self.center.register([record])
+            flag = self.center.snapshot.flags.get(("tool", entry.name, "status"))
+            if flag is not None and flag.get("reason") == _retired(_server_of(entry)):
+                self.center.enable(entry.name, actor="mcp-pool", reason="its server is back")
         except CenterError as exc:
             logger.error("registering %s with the center failed: %s", entry.name, exc)
+
+    def _retire(self, server_id: str, names: list[str]) -> None:
+        """Mark the tools of a server removed from the configuration offline in the
+        center (kept, with their history; enabled again if the server comes back)."""
+        if self.center is None:
+            return
+        from toolweave.errors import CenterError
+
+        for name in names:
+            try:
+                self.center.set_status(
+                    name, "offline", actor="mcp-pool", reason=_retired(server_id)
+                )
+            except CenterError as exc:
+                logger.error("marking %s offline in the center failed: %s", name, exc)
 
     def _unregister(self, name: str) -> None:
         self.session.unregister_external(name)
