@@ -371,6 +371,7 @@ def test_breaker_show_configure_reset(session: tuple[Center, Session]) -> None:
     for _ in range(2):
         assert call(live, "boom").error.kind.value == "execution_error"
     assert call(live, "boom").error.kind.value == "unavailable"  # open: fails fast
+    center.flush()  # the switch is written by the center's thread; now, for the CLI
     data = run_json("center", "breaker")["breakers"]["boom"]
     assert data["state"] == "open"
     assert data["until"] > time.time() + 60

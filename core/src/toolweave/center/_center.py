@@ -514,6 +514,12 @@ class Center:
                 self._audit_error = ""
             return written
 
+    def flush(self) -> None:
+        """Write what the center's thread would write on its next tick: breaker switches
+        and the queued call audit (a reader in another process then sees them)."""
+        self._write_queued()
+        self.flush_audit()
+
     @property
     def audit_ok(self) -> bool:
         """The last audit write succeeded."""
@@ -549,8 +555,7 @@ class Center:
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
-        self._write_queued()
-        self.flush_audit()
+        self.flush()
         if self._pending:
             logger.error(
                 "the center closed with %d audit entries it could not write", len(self._pending)
@@ -835,8 +840,7 @@ class Center:
     ) -> list[AuditEntry]:
         """Audit entries (newest first) matching every filter given; queued call
         entries are written first."""
-        self._write_queued()
-        self.flush_audit()
+        self.flush()
         return self.store.query_audit(
             type=type,
             session=session,
