@@ -8,9 +8,9 @@ Tools: ``nan`` (structured output with NaN and Infinity, written by ``json.dumps
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
+
+from _jsonrpc import serve
 
 TOOLS = [
     {"name": name, "description": f"The {name} tool.", "inputSchema": {"type": "object"}}
@@ -35,30 +35,12 @@ CALLS: dict[str, dict[str, Any]] = {
 }
 
 
-def answer(request: dict[str, Any]) -> dict[str, Any] | None:
-    method, params = request.get("method"), request.get("params") or {}
-    if "id" not in request:
-        return None
-    if method == "initialize":
-        result: dict[str, Any] = {
-            "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "raw", "version": "1"},
-        }
-    elif method == "ping":
-        result = {}
-    elif method == "tools/list":
-        result = {"tools": TOOLS}
-    elif method == "tools/call" and params.get("name") in CALLS:
-        result = CALLS[params["name"]]
-    else:
-        error = {"code": -32601, "message": f"no method {method}"}
-        return {"jsonrpc": "2.0", "id": request["id"], "error": error}
-    return {"jsonrpc": "2.0", "id": request["id"], "result": result}
+def handle(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    if method == "tools/list":
+        return {"tools": TOOLS}
+    if method == "tools/call" and params.get("name") in CALLS:
+        return CALLS[params["name"]]
+    return None
 
 
-for line in sys.stdin:
-    reply = answer(json.loads(line))
-    if reply is not None:
-        sys.stdout.write(json.dumps(reply) + "\n")  # allow_nan: NaN, Infinity as written
-        sys.stdout.flush()
+serve("raw", handle)
