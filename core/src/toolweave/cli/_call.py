@@ -24,6 +24,16 @@ from toolweave.cli._common import (
     print_json,
 )
 from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
+from toolweave.cli._sources import (
+    McpOpt,
+    NoMcpOpt,
+    NoPluginsOpt,
+    PluginsOpt,
+    mcp_file,
+    mcp_pool,
+    open_plugins,
+    plugin_folders,
+)
 
 if TYPE_CHECKING:
     from toolweave.cli._ask import TerminalAskUser
@@ -143,8 +153,16 @@ def call(
     center: CenterOpt = None,
     role: RoleOpt = None,
     cohort: CohortOpt = None,
+    plugins: PluginsOpt = None,
+    no_plugins: NoPluginsOpt = False,
+    mcp: McpOpt = None,
+    no_mcp: NoMcpOpt = False,
 ) -> None:
     """Run one tool on the current directory and print what the model would read.
+
+    The tool may come from a pack, a plugin folder of the workspace (./tools/plugins,
+    --plugins DIR, $TOOLWEAVE_PLUGINS) or the MCP server file (./.mcp_servers.json or
+    ./mcp.json, --mcp FILE).
 
     Streaming tools show their progress as it happens; Ctrl-C cancels the call cleanly
     (exit 130). A failed call prints its error kind and exits with 1. When standard input
@@ -163,15 +181,29 @@ def call(
         toolweave call list_dir --json
         toolweave call ask_user '{"question": "Deploy now?", "choices": ["y", "n"]}'
         toolweave call list_dir --center .toolweave/center.db --role dev
+        toolweave call text_summary '{"text": "hi"}' --plugins tools
     """
     text = sys.stdin.read() if arguments == "-" else arguments
+    root = workspace or Path.cwd()
+    folders = plugin_folders(plugins, no_plugins, root)
+    server_file = mcp_file(mcp, no_mcp, root)
     toolset = build_toolset(load_packs(packs, exclude), config)
-    session = toolset.session(workspace=workspace or Path.cwd())
+    session = toolset.session(workspace=root)
     if ask is None:
         ask = arguments != "-" and _interactive()
     asker = _terminal_asker(session) if ask else None
-    with attached(session, center, role, cohort):
-        result = anyio.run(run_call, session, name, text, quiet or json_, timeout, asker)
+
+    async def main() -> CallResult:
+        async with mcp_pool(session, server_file, registry):
+            return await run_call(session, name, text, quiet or json_, timeout, asker)
+
+    with attached(session, center, role, cohort) as registry:
+        loaded = open_plugins(session, folders, registry, workspace=root)
+        try:
+            result = anyio.run(main)
+        finally:
+            if loaded is not None:
+                loaded.close()
     if json_:
         print_json(result.to_dict())
     elif result.error is None:

@@ -22,12 +22,24 @@ from toolweave.cli._common import (
     print_json,
 )
 from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
+from toolweave.cli._sources import (
+    McpOpt,
+    NoMcpOpt,
+    NoPluginsOpt,
+    PluginsOpt,
+    mcp_file,
+    mcp_pool,
+    open_plugins,
+    plugin_folders,
+)
 from toolweave.errors import ToolweaveError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
-    from toolweave.catalog._toolset import ToolEntry
+    from toolweave.catalog._toolset import ToolEntry, ToolSet
+    from toolweave.runtime._session import Session
 
 __all__ = ["register"]
 
@@ -48,10 +60,15 @@ def packs(
     exclude: ExcludeOpt = None,
     json_: JsonOpt = False,
     strict: Annotated[
-        bool, typer.Option("--strict", help="Exit with 1 when a pack failed to load.")
+        bool,
+        typer.Option("--strict", help="Exit with 1 when a pack or a plugin file failed to load."),
     ] = False,
+    plugins: PluginsOpt = None,
+    no_plugins: NoPluginsOpt = False,
 ) -> None:
-    """List the installed packs: loaded, failed (with the error) or not selected.
+    """List the installed packs: loaded, failed (with the error) or not selected; and
+    the files of the plugin folders (./tools/plugins, --plugins DIR), loaded or failed
+    (with the file and line).
 
     Loading runs each pack's hooks, so a pack that breaks while registering its tools
     is listed as failed too. Prints a table, or JSON with --json.
@@ -65,14 +82,16 @@ def packs(
     from rich.table import Table
 
     manager = load_packs(packs, exclude)
+    folders = open_plugins(None, plugin_folders(plugins, no_plugins), announce=False)
+    files = [] if folders is None else list(folders.files.values())
     # Run every hook, so that packs breaking in one show as failed too: register_tools
     # while building, provide_resources when a session opens.
     with contextlib.suppress(ToolweaveError):  # tools that do not build together: `check`
         manager.builder().build().session()
     infos = list(manager.packs.values())
     if json_:
-        print_json([info.to_dict() for info in infos])
-    elif not infos:
+        print_json([info.to_dict() for info in infos] + [_file_dict(f) for f in files])
+    elif not infos and not files:
         out.print("No packs installed. Try: pip install toolweave-fs")
     else:
         table = Table(box=None, pad_edge=False)
@@ -85,9 +104,80 @@ def packs(
             if info.error is not None:
                 tools = f"[red]{escape(str(info.error))}[/]"
             table.add_row(info.name, f"[{styles[info.status]}]{info.status}[/]", dist, tools or "-")
+        styles["stale"] = "yellow"
+        for file in files:
+            tools = ", ".join(file.tools)
+            if file.alerts:
+                problems = "; ".join(str(a) for a in file.alerts)
+                tools = (f"{escape(tools)} " if tools else "") + f"[red]{escape(problems)}[/]"
+            else:
+                tools = escape(tools)
+            table.add_row(
+                escape(_relative(file.path, file.folder)),
+                f"[{styles[file.status]}]{file.status}[/]",
+                escape(file.source),
+                tools or "-",
+            )
         out.print(table)
-    if strict and manager.failed:
+    if strict and (manager.failed or any(f.alerts for f in files)):
         raise typer.Exit(1)
+
+
+def _relative(path: Path, folder: Path) -> str:
+    try:
+        return str(path.relative_to(folder.parent))
+    except ValueError:
+        return str(path)
+
+
+def _file_dict(file: Any) -> dict[str, Any]:
+    """A plugin file in the form of a pack's JSON summary (plus its source and alerts)."""
+    return {
+        "name": _relative(file.path, file.folder),
+        "target": str(file.path),
+        "dist": None,
+        "version": None,
+        "status": file.status,
+        "error": "; ".join(str(a) for a in file.alerts) or None,
+        "tools": list(file.tools),
+        "source": file.source,
+        "alerts": [a.to_dict() for a in file.alerts],
+    }
+
+
+def _with_sources(
+    toolset: ToolSet,
+    center: str | None,
+    role: str | None,
+    cohort: str | None,
+    folders: list[Path],
+    mcp: Path | None,
+    use: Any,
+) -> Any:
+    """``use(session)`` on a session of ``toolset`` under the center (when named), with
+    the plugin folders' tools and the MCP server file's (connected for the call)."""
+    import anyio
+
+    session = toolset.session()
+    with attached(session, center, role, cohort) as registry:
+        plugins = open_plugins(session, folders, registry)
+
+        async def run() -> Any:
+            async with mcp_pool(session, mcp, registry):
+                return use(session)
+
+        try:
+            return anyio.run(run)
+        finally:
+            if plugins is not None:
+                plugins.close()
+
+
+def _entries(session: Session) -> list[ToolEntry]:
+    """What ``session`` lists, built-in tools first, as entries."""
+    shown = {d["name"] for d in session.definitions("neutral")}
+    entries = [*session.toolset, *session.external.values()]
+    return [e for e in entries if e.name in shown]
 
 
 @guarded
@@ -105,13 +195,20 @@ def tools(
     center: CenterOpt = None,
     role: RoleOpt = None,
     cohort: CohortOpt = None,
+    plugins: PluginsOpt = None,
+    no_plugins: NoPluginsOpt = False,
+    mcp: McpOpt = None,
+    no_mcp: NoMcpOpt = False,
 ) -> None:
     """Print the tool definitions the model would get, as JSON in a provider's format.
 
-    The definitions are built from every loaded pack, or from --config when given. JSON
-    is the default (--json says so explicitly); --table prints a summary for people.
-    With --center (or $TOOLWEAVE_CENTER) only what the registry center lets a session
-    of --role see is listed (the tools are registered with the center on the way).
+    The definitions are built from every loaded pack, or from --config when given, plus
+    the tools of the plugin folders (./tools/plugins, --plugins DIR, $TOOLWEAVE_PLUGINS;
+    a file that fails is reported on standard error with its line) and of the MCP
+    server file (./.mcp_servers.json or ./mcp.json, --mcp FILE). JSON is the default
+    (--json says so explicitly); --table prints a summary for people. With --center (or
+    $TOOLWEAVE_CENTER) only what the registry center lets a session of --role see is
+    listed (the tools are registered with the center on the way).
 
     **Examples**
 
@@ -120,19 +217,26 @@ def tools(
         toolweave tools --format openai-strict --config toolweave.toml
         toolweave tools --table
         toolweave tools --center .toolweave/center.db --role common_user --table
+        toolweave tools --plugins ./my-tools --no-mcp --table
     """
     if table and json_:
         fail("--table and --json exclude each other", "pick one (JSON is the default)", 2)
+    folders = plugin_folders(plugins, no_plugins)
+    server_file = mcp_file(mcp, no_mcp)
     toolset = build_toolset(load_packs(packs, exclude), config)
-    entries = list(toolset)
-    if center is None and role is None and cohort is None:
+    entries: list[ToolEntry] = list(toolset)
+    if center is None and role is None and cohort is None and not folders and not server_file:
         definitions = toolset.definitions(format)
     else:
-        session = toolset.session()
-        with attached(session, center, role, cohort):
-            definitions = session.definitions(format)
-            shown = {d["name"] for d in session.definitions("neutral")}
-            entries = [e for e in entries if e.name in shown]
+        definitions, entries = _with_sources(
+            toolset,
+            center,
+            role,
+            cohort,
+            folders,
+            server_file,
+            lambda session: (session.definitions(format), _entries(session)),
+        )
     if not table:
         print_json(definitions)
         return
@@ -216,23 +320,42 @@ def describe(
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
     json_: JsonOpt = False,
+    plugins: PluginsOpt = None,
+    no_plugins: NoPluginsOpt = False,
+    mcp: McpOpt = None,
+    no_mcp: NoMcpOpt = False,
 ) -> None:
     """Show one tool: where it comes from, what it does, its arguments and params.
 
-    The description is the one the model reads, rendered in full; --json adds the
-    input schema.
+    The tool may come from a pack, a plugin folder (./tools/plugins, --plugins DIR) or
+    the MCP server file (./.mcp_servers.json or ./mcp.json, --mcp FILE). The
+    description is the one the model reads, rendered in full; --json adds the input
+    schema.
 
     **Examples**
 
         toolweave describe read_file
         toolweave describe bash --json
     """
+    folders = plugin_folders(plugins, no_plugins)
+    server_file = mcp_file(mcp, no_mcp)
     toolset = build_toolset(load_packs(packs, exclude), config)
     entry = toolset.get(name)
+    names = list(toolset.names)
+    if entry is None and (folders or server_file):
+        entry, names = _with_sources(
+            toolset,
+            None,
+            None,
+            None,
+            folders,
+            server_file,
+            lambda session: (session.external.get(name), [e.name for e in _entries(session)]),
+        )
     if entry is None:
         fail(
             f"no tool named {name!r}",
-            f"available: {', '.join(toolset.names) or 'none'} (see `toolweave tools --table`)",
+            f"available: {', '.join(names) or 'none'} (see `toolweave tools --table`)",
         )
     tool = entry.tool
     params = entry.params.model_dump(mode="json") if entry.params is not None else None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
+import anyio
 import typer
 
 from toolweave.cli._common import (
@@ -18,6 +20,17 @@ from toolweave.cli._common import (
     load_packs,
 )
 from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
+from toolweave.cli._sources import (
+    McpOpt,
+    NoMcpOpt,
+    NoPluginsOpt,
+    PluginsOpt,
+    mcp_file,
+    mcp_pool,
+    open_plugins,
+    plugin_folders,
+    watch_plugins,
+)
 
 __all__ = ["register"]
 
@@ -43,8 +56,20 @@ def serve(
     center: CenterOpt = None,
     role: RoleOpt = None,
     cohort: CohortOpt = None,
+    plugins: PluginsOpt = None,
+    no_plugins: NoPluginsOpt = False,
+    mcp: McpOpt = None,
+    no_mcp: NoMcpOpt = False,
 ) -> None:
     """Serve the tools over MCP until stopped (stdio by default).
+
+    The packs' tools are served with those of the workspace's plugin folders
+    (./tools/plugins, --plugins DIR, $TOOLWEAVE_PLUGINS), followed while serving: a
+    file added, changed or deleted changes the listing and clients get
+    `tools/list_changed`; a file that fails is reported on standard error with its line
+    and its last good version is kept. The servers of the MCP server file
+    (./.mcp_servers.json or ./mcp.json, --mcp FILE) join too, and edits of the file are
+    followed.
 
     Over stdio nothing but the protocol is written to standard output; messages go to
     standard error. Stop it by closing its input (stdio) or with Ctrl-C (HTTP).
@@ -58,24 +83,44 @@ def serve(
         toolweave serve --packs fs,search              # for an MCP client that spawns it
         toolweave serve --http 127.0.0.1:8765 --config toolweave.toml
         toolweave serve --center .toolweave/center.db --role common_user
+        toolweave serve --plugins ./my-tools --mcp .mcp_servers.json
     """
-    from toolweave.mcp import parse_http_address
-    from toolweave.mcp import serve as serve_mcp
+    from toolweave.mcp import parse_http_address, serve_http, serve_stdio
 
-    if http is not None:
-        parse_http_address(http)  # a bad address fails before anything starts
+    address = parse_http_address(http) if http is not None else None  # fails before start
+    root = workspace or Path.cwd()
+    folders = plugin_folders(plugins, no_plugins, root)
+    server_file = mcp_file(mcp, no_mcp, root)
     toolset = build_toolset(load_packs(packs, exclude), config)
-    session = toolset.session(workspace=workspace or Path.cwd())
+    session = toolset.session(workspace=root)
+
+    def count() -> int:
+        return len(session.definitions("neutral"))
 
     def ready(url: str) -> None:
-        err.print(f"serving {len(toolset)} tools over MCP at [bold]{url}[/] (Ctrl-C stops)")
+        err.print(f"serving {count()} tools over MCP at [bold]{url}[/] (Ctrl-C stops)")
 
-    with attached(session, center, role, cohort):
-        if http is None:
-            err.print(f"serving {len(toolset)} tools over MCP on stdio")
-            serve_mcp(session, name=name)
-        else:
-            serve_mcp(session, http=http, on_ready=ready, name=name)
+    async def main() -> None:
+        async with (
+            mcp_pool(session, server_file, registry, watch=True),
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(watch_plugins, loaded)
+            if address is None:
+                err.print(f"serving {count()} tools over MCP on stdio")
+                await serve_stdio(session, name=name)
+            else:
+                await serve_http(session, *address, on_ready=ready, name=name)
+            tg.cancel_scope.cancel()
+
+    with attached(session, center, role, cohort) as registry:
+        loaded = open_plugins(session, folders, registry, workspace=root)
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                anyio.run(main)
+        finally:
+            if loaded is not None:
+                loaded.close()
 
 
 def register(app: typer.Typer) -> None:

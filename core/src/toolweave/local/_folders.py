@@ -12,7 +12,7 @@ import re
 import sys
 import types
 from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
@@ -649,7 +649,7 @@ class PluginFolders:
                     if self.changed_on_disk():
                         self.rescan()
                     continue
-                async for changes in awatch(
+                changes_of = awatch(
                     *roots,
                     watch_filter=_python_files,
                     debounce=max(1, int(debounce * 1000)),
@@ -657,12 +657,14 @@ class PluginFolders:
                     rust_timeout=max(1, int(poll * 1000)),
                     yield_on_timeout=True,
                     recursive=True,
-                ):
-                    self.watch_ready = True
-                    if changes or self.changed_on_disk():
-                        self.rescan()
-                    if [str(f) for f in self.folders if f.is_dir()] != roots:
-                        break  # a folder appeared or vanished: watch the new set
+                )
+                async with aclosing(changes_of):
+                    async for changes in changes_of:
+                        self.watch_ready = True
+                        if changes or self.changed_on_disk():
+                            self.rescan()
+                        if [str(f) for f in self.folders if f.is_dir()] != roots:
+                            break  # a folder appeared or vanished: watch the new set
         finally:
             self.watch_ready = False
 
@@ -697,8 +699,14 @@ def _python_files(_change: object, path: str) -> bool:
 
 
 def _definition_line(obj: object, path: Path) -> int | None:
-    """The line ``obj`` is defined on in ``path``, when it can be told."""
-    code = getattr(obj, "__code__", None) or getattr(getattr(obj, "run", None), "__code__", None)
-    if code is not None and code.co_filename == str(path):
-        return int(code.co_firstlineno)
+    """The line ``obj`` is defined on in ``path`` (its first decorator's), when it can be
+    told."""
+    import inspect
+
+    target = getattr(obj, "__wrapped__", obj)
+    try:
+        if inspect.getsourcefile(target) == str(path):  # type: ignore[arg-type]
+            return inspect.getsourcelines(target)[1]  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        pass
     return None
