@@ -1,0 +1,226 @@
+"""Fusion of classifiers, with a confidence threshold that abstains on requests no tool
+fits; and the injector's default: ``default_classifiers(config) -> Classifier``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, final
+
+from toolweave.errors import ConfigError, ConfigIssue
+from toolweave.inject._classify import Candidate, Classifier, ToolDoc
+
+__all__ = ["FusionClassifier", "IntentConfig", "default_classifiers"]
+
+
+@dataclass(frozen=True)
+class IntentConfig:
+    """How the default intent classifiers are built (``default_classifiers(config)``).
+
+    Attributes:
+        rules: ``{group: [keyword or regular expression, ...]}`` for the rule
+            classifier (none: no rule classifier).
+        lexical: Whether BM25 retrieval runs (needs ``toolweave[inject]``).
+        embed: The offline embedding classifier (``toolweave[embed]``): ``True`` on,
+            ``False`` off, ``"auto"`` on when ``wordllama`` is installed.
+        history_turns: How many previous turns of the conversation count.
+        history_decay: The weight of the previous turn's words (the one before: its
+            square, ...); the request itself weighs 1.
+        abstain_below: The fusion answers nothing when its best candidate's confidence
+            is under this (an irrelevant request).
+        min_confidence: Candidates under this confidence are dropped (after the best
+            one passed ``abstain_below``).
+        weights: Each classifier's weight in the fusion, by its ``name``.
+        method: ``"score"``: weighted sum of the classifiers' confidences;
+            ``"rrf"``: reciprocal-rank fusion (confidences still decide abstention).
+    """
+
+    rules: Mapping[str, Sequence[str] | str] = field(default_factory=dict)
+    lexical: bool = True
+    embed: bool | Literal["auto"] = "auto"
+    history_turns: int = 3
+    history_decay: float = 0.5
+    abstain_below: float = 0.35
+    min_confidence: float = 0.0
+    weights: Mapping[str, float] = field(
+        default_factory=lambda: {"rules": 1.0, "bm25": 1.0, "embed": 1.0}
+    )
+    method: Literal["score", "rrf"] = "score"
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> IntentConfig:
+        """A configuration from plain data (unknown keys are a :class:`ConfigError`)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        "",
+                        f"unknown intent setting {key!r}",
+                        path=f"intent.{key}",
+                        expected=sorted(known),
+                        tag="unknown_setting",
+                    )
+                    for key in unknown
+                ]
+            )
+        return cls(**dict(data))
+
+
+@final
+class FusionClassifier:
+    """Several classifiers as one: their candidates merged, calibrated, thresholded.
+
+    Each classifier ranks ``depth`` candidates. ``method="score"``: a tool's fused
+    confidence is the weighted sum of its confidences over the weights' total, plus the
+    best single confidence (so one sure classifier is not outvoted by silence), halved.
+    ``method="rrf"``: tools are ordered by ``Σ weight / (rrf_k + rank)``, the confidence
+    is computed as for ``score``. The fusion abstains (answers ``[]``) when the best
+    fused confidence is under ``abstain_below``.
+
+    Args:
+        classifiers: The members (each a :class:`Classifier`).
+        weights: Weight by classifier name (1 when absent).
+        abstain_below: The abstention threshold on the best candidate's confidence.
+        min_confidence: Candidates under this are dropped.
+        method: ``"score"`` or ``"rrf"``.
+        depth: How many candidates each member ranks.
+        rrf_k: The constant of reciprocal-rank fusion.
+    """
+
+    name = "fusion"
+
+    def __init__(
+        self,
+        classifiers: Sequence[Classifier],
+        *,
+        weights: Mapping[str, float] | None = None,
+        abstain_below: float = 0.35,
+        min_confidence: float = 0.0,
+        method: Literal["score", "rrf"] = "score",
+        depth: int = 50,
+        rrf_k: float = 60.0,
+    ) -> None:
+        self.classifiers = tuple(classifiers)
+        self.weights = dict(weights or {})
+        self.abstain_below = abstain_below
+        self.min_confidence = min_confidence
+        self.method = method
+        self.depth = depth
+        self.rrf_k = rrf_k
+
+    def index(self, docs: Sequence[ToolDoc]) -> None:
+        """Index ``docs`` in every member."""
+        for classifier in self.classifiers:
+            classifier.index(docs)
+
+    def rank(self, query: str, history: Sequence[str] = (), k: int = 15) -> list[Candidate]:
+        """The fused candidates, best first; ``[]`` when nothing is confident enough."""
+        answers = [
+            (c.name, self.weights.get(c.name, 1.0), c.rank(query, history, max(k, self.depth)))
+            for c in self.classifiers
+        ]
+        return fuse(
+            answers,
+            k=k,
+            method=self.method,
+            abstain_below=self.abstain_below,
+            min_confidence=self.min_confidence,
+            rrf_k=self.rrf_k,
+        )
+
+
+def fuse(
+    answers: Sequence[tuple[str, float, Sequence[Candidate]]],
+    *,
+    k: int = 15,
+    method: Literal["score", "rrf"] = "score",
+    abstain_below: float = 0.0,
+    min_confidence: float = 0.0,
+    rrf_k: float = 60.0,
+) -> list[Candidate]:
+    """Merge ``(classifier name, weight, candidates)`` answers (see
+    :class:`FusionClassifier`)."""
+    total = sum(w for _, w, _ in answers) or 1.0
+    summed: dict[str, float] = {}
+    best: dict[str, float] = {}
+    rrf: dict[str, float] = {}
+    reasons: dict[str, list[str]] = {}
+    tags: dict[str, tuple[str, ...]] = {}
+    for _name, weight, candidates in answers:
+        for rank, cand in enumerate(candidates):
+            n = cand.name
+            conf = max(0.0, min(1.0, cand.confidence))
+            summed[n] = summed.get(n, 0.0) + weight * conf
+            if conf * min(weight, 1.0) > best.get(n, 0.0):
+                best[n] = conf * min(weight, 1.0)
+            rrf[n] = rrf.get(n, 0.0) + weight / (rrf_k + rank + 1)
+            if cand.reason:
+                reasons.setdefault(n, []).append(cand.reason)
+            if cand.tags:
+                tags[n] = tuple(dict.fromkeys((*tags.get(n, ()), *cand.tags)))
+    if not summed:
+        return []
+    confidence = {n: 0.5 * (summed[n] / total + best[n]) for n in summed}
+    key = rrf if method == "rrf" else confidence
+    ranked = sorted(key, key=lambda n: -key[n])
+    if max(confidence.values()) < abstain_below:
+        return []
+    out: list[Candidate] = []
+    for n in ranked:
+        c = confidence[n]
+        if c < min_confidence:
+            continue
+        out.append(Candidate(n, c, "; ".join(reasons.get(n, ())), tags.get(n, ())))
+        if len(out) >= k:
+            break
+    return out
+
+
+def default_classifiers(config: IntentConfig | Mapping[str, Any] | None = None) -> Classifier:
+    """``default_classifiers(config) -> Classifier``: the injector's intent classifier,
+    a :class:`FusionClassifier` of the rule classifier (when ``config.rules`` has rules),
+    BM25 retrieval (``toolweave[inject]``) and the offline embedding classifier
+    (``toolweave[embed]``; with ``embed="auto"``, only when installed).
+
+    Args:
+        config: An :class:`IntentConfig`, its fields as a mapping, or ``None`` for the
+            defaults.
+
+    Returns:
+        The fusion, not indexed yet: call ``index(tool_docs(...))`` first.
+    """
+    if config is None:
+        config = IntentConfig()
+    elif not isinstance(config, IntentConfig):
+        config = IntentConfig.from_mapping(config)
+    members: list[Classifier] = []
+    if config.rules:
+        from toolweave.inject._rules import RuleClassifier
+
+        members.append(RuleClassifier(config.rules))
+    if config.lexical:
+        from toolweave.inject._lexical import LexicalClassifier
+
+        members.append(
+            LexicalClassifier(
+                history_decay=config.history_decay, history_turns=config.history_turns
+            )
+        )
+    if config.embed:
+        from toolweave.inject._embed import EmbeddingClassifier, embedding_available
+
+        if config.embed is True or embedding_available():
+            members.append(
+                EmbeddingClassifier(
+                    history_decay=config.history_decay, history_turns=config.history_turns
+                )
+            )
+    return FusionClassifier(
+        members,
+        weights=config.weights,
+        abstain_below=config.abstain_below,
+        min_confidence=config.min_confidence,
+        method=config.method,
+    )
