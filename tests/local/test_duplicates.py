@@ -59,6 +59,7 @@ def test_a_folder_and_a_pack_with_one_name_without_a_center(tmp_path: Path) -> N
     assert "pack:hostpack" in late[0].message
     assert f"dir:{folder.resolve()}" in late[0].message
     assert listed(session)["greet"]["description"].startswith("Greet someone")
+    assert plugins.alerts == late  # kept with the file's alerts
 
     other = host_toolset().session()
     second = PluginFolders([folder])

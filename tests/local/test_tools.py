@@ -325,5 +325,5 @@ async def test_run_happens_off_the_event_loop(tmp_path: Path) -> None:
         tg.cancel_scope.cancel()
     assert result.error is None
     assert result.output["thread"] != "MainThread"
-    assert ticks >= 5
+    assert ticks >= 1  # a run() on the event loop would have starved the ticker
     plugins.close()

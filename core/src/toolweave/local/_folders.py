@@ -313,7 +313,11 @@ class PluginFolders:
             if alert is not None:
                 alerts.append(alert)
                 self._remember(alert)
+                file = self.files.get(tool.file)
+                if file is not None and alert not in file.alerts:
+                    file.alerts.append(alert)
         if alerts:
+            self.version += 1
             self._publish()
         return alerts
 
@@ -647,7 +651,7 @@ class PluginFolders:
                     self.watch_ready = True
                     await anyio.sleep(poll)
                     if self.changed_on_disk():
-                        self.rescan()
+                        self._rescan_logged()
                     continue
                 changes_of = awatch(
                     *roots,
@@ -662,11 +666,18 @@ class PluginFolders:
                     async for changes in changes_of:
                         self.watch_ready = True
                         if changes or self.changed_on_disk():
-                            self.rescan()
+                            self._rescan_logged()
                         if [str(f) for f in self.folders if f.is_dir()] != roots:
                             break  # a folder appeared or vanished: watch the new set
         finally:
             self.watch_ready = False
+
+    def _rescan_logged(self) -> None:
+        """:meth:`rescan` for the watcher: a failure is logged, and the watcher goes on."""
+        try:
+            self.rescan()
+        except Exception:
+            logger.exception("applying the changes of the plugin folders failed")
 
     @asynccontextmanager
     async def watching(self) -> AsyncIterator[PluginFolders]:
