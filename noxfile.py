@@ -77,6 +77,7 @@ def bench(session: nox.Session) -> None:
     """The benchmarks against peer frameworks (arguments go to ``benchmarks/run.py``)."""
     _sync(session)
     session.install("-r", "benchmarks/requirements.txt")
+    session.install("--no-deps", "-r", "benchmarks/requirements-data.txt")
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 

@@ -1,4 +1,4 @@
-"""The workloads W1–W9; each module has ``ID``, ``TITLE`` and ``async def run(cfg, frameworks)``."""
+"""The workloads W1–W10; each module has ``ID``, ``TITLE`` and ``async def run(cfg, frameworks)``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from twbench.workloads import (
     w7_cold_start,
     w8_hooks_sessions,
     w9_center,
+    w10_retrieval,
 )
 
 __all__ = ["ALL"]
@@ -26,5 +27,6 @@ ALL = (
     w7_cold_start,
     w8_hooks_sessions,
     w9_center,
+    w10_retrieval,
 )
 """Every workload, in report order."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
@@ -34,10 +35,17 @@ def load_wordllama() -> Any:
     """The bundled WordLlama model (256-d ``l2_supercat``), loaded once per process with
     no network: from the weights inside the wheel, downloads disabled (its default
     loader looks in another folder and would try to download)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
     try:
         import wordllama
     except ImportError as exc:
         raise UsageError(f"embedding tool retrieval needs wordllama: {INSTALL_HINT}") from exc
+    finally:
+        # wordllama calls logging.basicConfig(level=INFO) on import: undo it, the
+        # host's logging is the host's.
+        root.handlers[:] = handlers
+        root.setLevel(level)
     with _lock:
         return wordllama.WordLlama.load(
             cache_dir=Path(wordllama.__file__).parent, disable_download=True
@@ -86,7 +94,7 @@ class EmbeddingClassifier:
     def __init__(
         self,
         *,
-        history_decay: float = 0.5,
+        history_decay: float = 0.3,
         history_turns: int = 3,
         floor: float = 0.15,
         ceiling: float = 0.65,

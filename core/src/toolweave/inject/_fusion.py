@@ -31,21 +31,27 @@ class IntentConfig:
         min_confidence: Candidates under this confidence are dropped (after the best
             one passed ``abstain_below``).
         weights: Each classifier's weight in the fusion, by its ``name``.
-        method: ``"score"``: weighted sum of the classifiers' confidences;
+        method: ``"relative"``: weighted sum of each classifier's confidences relative
+            to its best candidate; ``"score"``: weighted sum of the confidences;
             ``"rrf"``: reciprocal-rank fusion (confidences still decide abstention).
+        expand_groups: The other tools of a top candidate's group (≤ 40 tools) follow
+            it at this fraction of its score (0: off).
+
+    The defaults were chosen on the development split of W10 (benchmarks/README.md).
     """
 
     rules: Mapping[str, Sequence[str] | str] = field(default_factory=dict)
     lexical: bool = True
     embed: bool | Literal["auto"] = "auto"
     history_turns: int = 3
-    history_decay: float = 0.5
-    abstain_below: float = 0.35
+    history_decay: float = 0.3
+    abstain_below: float = 0.1
     min_confidence: float = 0.0
     weights: Mapping[str, float] = field(
-        default_factory=lambda: {"rules": 1.0, "bm25": 1.0, "embed": 1.0}
+        default_factory=lambda: {"rules": 1.0, "bm25": 1.0, "embed": 0.5}
     )
-    method: Literal["score", "rrf"] = "score"
+    method: Literal["score", "rrf", "relative"] = "relative"
+    expand_groups: float = 0.3
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> IntentConfig:
@@ -72,21 +78,24 @@ class IntentConfig:
 class FusionClassifier:
     """Several classifiers as one: their candidates merged, calibrated, thresholded.
 
-    Each classifier ranks ``depth`` candidates. ``method="score"``: a tool's fused
-    confidence is the weighted sum of its confidences over the weights' total, plus the
-    best single confidence (so one sure classifier is not outvoted by silence), halved.
-    ``method="rrf"``: tools are ordered by ``Σ weight / (rrf_k + rank)``, the confidence
-    is computed as for ``score``. The fusion abstains (answers ``[]``) when the best
-    fused confidence is under ``abstain_below``.
+    Each classifier ranks ``depth`` candidates. A tool's fused confidence is the
+    weighted mean of its confidences, plus the best single one (so one sure classifier
+    is not outvoted by silence), halved. The order: ``method="relative"`` (default) by
+    ``Σ weight · confidence / the classifier's best confidence`` (per-request
+    normalisation: BM25 and cosine scales differ); ``"score"`` by the fused confidence;
+    ``"rrf"`` by ``Σ weight / (rrf_k + rank)``. The fusion abstains (answers ``[]``)
+    when the best fused confidence is under ``abstain_below``.
 
     Args:
         classifiers: The members (each a :class:`Classifier`).
         weights: Weight by classifier name (1 when absent).
         abstain_below: The abstention threshold on the best candidate's confidence.
         min_confidence: Candidates under this are dropped.
-        method: ``"score"`` or ``"rrf"``.
+        method: ``"relative"``, ``"score"`` or ``"rrf"``.
         depth: How many candidates each member ranks.
         rrf_k: The constant of reciprocal-rank fusion.
+        expand_groups: Group expansion (see :class:`IntentConfig`).
+        max_group: Groups larger than this are not expanded.
     """
 
     name = "fusion"
@@ -96,12 +105,18 @@ class FusionClassifier:
         classifiers: Sequence[Classifier],
         *,
         weights: Mapping[str, float] | None = None,
-        abstain_below: float = 0.35,
+        abstain_below: float = 0.1,
         min_confidence: float = 0.0,
-        method: Literal["score", "rrf"] = "score",
+        method: Literal["score", "rrf", "relative"] = "relative",
         depth: int = 50,
         rrf_k: float = 60.0,
+        expand_groups: float = 0.0,
+        max_group: int = 40,
     ) -> None:
+        self.expand_groups = expand_groups
+        self.max_group = max_group
+        self._members: dict[str, list[str]] = {}
+        self._groups_of: dict[str, tuple[str, ...]] = {}
         self.classifiers = tuple(classifiers)
         self.weights = dict(weights or {})
         self.abstain_below = abstain_below
@@ -111,7 +126,13 @@ class FusionClassifier:
         self.rrf_k = rrf_k
 
     def index(self, docs: Sequence[ToolDoc]) -> None:
-        """Index ``docs`` in every member."""
+        """Index ``docs`` in every member; remember each group's tools."""
+        members: dict[str, list[str]] = {}
+        for doc in docs:
+            for group in doc.groups:
+                members.setdefault(group, []).append(doc.name)
+        self._members = {g: names for g, names in members.items() if len(names) <= self.max_group}
+        self._groups_of = {d.name: d.groups for d in docs}
         for classifier in self.classifiers:
             classifier.index(docs)
 
@@ -128,6 +149,9 @@ class FusionClassifier:
             abstain_below=self.abstain_below,
             min_confidence=self.min_confidence,
             rrf_k=self.rrf_k,
+            expand=self.expand_groups,
+            members=self._members,
+            groups_of=self._groups_of,
         )
 
 
@@ -135,10 +159,13 @@ def fuse(
     answers: Sequence[tuple[str, float, Sequence[Candidate]]],
     *,
     k: int = 15,
-    method: Literal["score", "rrf"] = "score",
+    method: Literal["score", "rrf", "relative"] = "score",
     abstain_below: float = 0.0,
     min_confidence: float = 0.0,
     rrf_k: float = 60.0,
+    expand: float = 0.0,
+    members: Mapping[str, Sequence[str]] | None = None,
+    groups_of: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Candidate]:
     """Merge ``(classifier name, weight, candidates)`` answers (see
     :class:`FusionClassifier`)."""
@@ -148,10 +175,13 @@ def fuse(
     rrf: dict[str, float] = {}
     reasons: dict[str, list[str]] = {}
     tags: dict[str, tuple[str, ...]] = {}
+    relative: dict[str, float] = {}
     for _name, weight, candidates in answers:
+        best_conf = max((c.confidence for c in candidates), default=0.0) or 1.0
         for rank, cand in enumerate(candidates):
             n = cand.name
             conf = max(0.0, min(1.0, cand.confidence))
+            relative[n] = relative.get(n, 0.0) + weight * conf / best_conf
             summed[n] = summed.get(n, 0.0) + weight * conf
             if conf * min(weight, 1.0) > best.get(n, 0.0):
                 best[n] = conf * min(weight, 1.0)
@@ -163,10 +193,23 @@ def fuse(
     if not summed:
         return []
     confidence = {n: 0.5 * (summed[n] / total + best[n]) for n in summed}
-    key = rrf if method == "rrf" else confidence
-    ranked = sorted(key, key=lambda n: -key[n])
+    key = rrf if method == "rrf" else relative if method == "relative" else confidence
     if max(confidence.values()) < abstain_below:
         return []
+    if expand > 0.0 and members and groups_of:
+        # Group expansion: the other tools of a matched group follow its best member,
+        # at ``expand`` times its score (tools of one server or pack work together).
+        leaders = sorted(key, key=lambda n: -key[n])[:k]
+        for n in leaders:
+            for group in groups_of.get(n, ()):
+                for sibling in members.get(group, ()):
+                    if sibling in key:
+                        continue
+                    key[sibling] = expand * key[n]
+                    confidence[sibling] = expand * confidence[n]
+                    reasons[sibling] = [f"group {group} of {n}"]
+                    tags[sibling] = (group,)
+    ranked = sorted(key, key=lambda n: -key[n])
     out: list[Candidate] = []
     for n in ranked:
         c = confidence[n]
@@ -223,4 +266,5 @@ def default_classifiers(config: IntentConfig | Mapping[str, Any] | None = None) 
         abstain_below=config.abstain_below,
         min_confidence=config.min_confidence,
         method=config.method,
+        expand_groups=config.expand_groups,
     )

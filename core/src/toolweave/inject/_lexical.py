@@ -79,7 +79,7 @@ class LexicalClassifier:
     def __init__(
         self,
         *,
-        history_decay: float = 0.5,
+        history_decay: float = 0.3,
         history_turns: int = 3,
         k1: float = 1.2,
         b: float = 0.75,
