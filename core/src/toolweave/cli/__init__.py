@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "toolweave.cli._listing",
     "toolweave.cli._call",
     "toolweave.cli._check",
+    "toolweave.cli._select",
     "toolweave.cli._serve",
     "toolweave.cli._center",
     "toolweave.cli._audit",

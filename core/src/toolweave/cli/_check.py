@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,9 @@ from toolweave.cli._common import (
     out,
     print_json,
 )
+
+if TYPE_CHECKING:
+    from toolweave.plugins import PackManager
 
 __all__ = ["register"]
 
@@ -34,7 +37,8 @@ def check(
     """Check a tool-set configuration against the installed packs.
 
     Prints every problem, one per line, and exits with 1 when there is any; warnings
-    (such as a deprecated version) are printed but do not fail the check.
+    (such as a deprecated version, or a tool description that does not say what the
+    tool must not be used for) are printed but do not fail the check.
 
     **Examples**
 
@@ -50,6 +54,8 @@ def check(
         warnings.simplefilter("always")
         issues = check_config(config, manager)
     notes = [str(w.message) for w in caught]
+    if not issues:
+        notes += _description_notes(manager, config)
     if json_:
         print_json(
             {
@@ -81,6 +87,20 @@ def check(
         if not json_:
             err.print(f"[bold red]{count} problem{'s' * (count != 1)}[/]")
         raise typer.Exit(1)
+
+
+def _description_notes(manager: PackManager, config: Path) -> list[str]:
+    """A warning for each configured tool whose description does not say what the tool
+    must not be used for (the injector's models choose by it)."""
+    from toolweave.catalog._config import ToolSetConfig
+    from toolweave.errors import ToolweaveError
+    from toolweave.inject import NOT_FOR_HINT, says_what_not
+
+    try:
+        toolset = manager.builder().build(ToolSetConfig.load(config))
+    except ToolweaveError:
+        return []
+    return [f"{e.name}: {NOT_FOR_HINT}" for e in toolset if not says_what_not(e.description)]
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,9 @@ Checks (each has a name, usable in ``skip=``):
 - ``schema``: the argument schema is a valid JSON Schema (draft 2020-12) of an object.
 - ``formats``: the definition renders in every format, OpenAI strict mode included.
 - ``description``: the tool and each argument are described, and the tool's
-  description says what not to use it for (``not``, ``never``, ``instead``, ``only``...).
+  description says what not to use it for (``do not use``, ``not for``, ``never``,
+  ``instead``, ``rather than``, ``only when``...: :func:`toolweave.inject.says_what_not`,
+  the heuristic ``toolweave check`` and the injector apply too).
 - ``round_trip``: arguments the schema accepts are accepted by the tool, dump back to
   JSON and parse to the same arguments; a strict-mode reply (``null`` for every
   optional argument) is accepted too.
@@ -41,6 +43,7 @@ from pydantic_core import to_jsonable_python
 from toolweave.errors import ErrorKind, ToolError, ToolweaveError
 from toolweave.formats import FORMATS, drop_optional_nulls, render, to_strict_schema
 from toolweave.formats._schema import resolve_ref
+from toolweave.inject import NOT_FOR_HINT, says_what_not
 
 if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolEntry, ToolSet
@@ -62,9 +65,6 @@ CHECKS = ("load", "name", "schema", "formats", "description", "round_trip", "err
 """Every check, in the order they run."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_NEGATIVE = re.compile(
-    r"\b(not|never|avoid|instead|rather than|only|unless|except)\b|n't\b", re.IGNORECASE
-)
 _UNKNOWN_ARG = "__toolweave_unknown__"
 
 
@@ -218,14 +218,8 @@ def _description_problems(entry: ToolEntry) -> list[Problem]:
     text = entry.description.strip()
     if len(text.split()) < 3:
         problems.append(Problem("description", entry.name, "describe the tool in a sentence"))
-    elif not _NEGATIVE.search(text):
-        problems.append(
-            Problem(
-                "description",
-                entry.name,
-                "say what not to use the tool for (e.g. 'Do not use it to ...; use X instead')",
-            )
-        )
+    elif not says_what_not(text):
+        problems.append(Problem("description", entry.name, NOT_FOR_HINT))
     schema = entry.input_schema
     for key, sub in (schema.get("properties") or {}).items():
         node = sub
