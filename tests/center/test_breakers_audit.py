@@ -266,3 +266,21 @@ async def test_audit_off_records_changes_only(center_url: str, toolset: ToolSet)
         assert center.store.count_audit(type="change") >= 1
     finally:
         center.close()
+
+
+def test_entries_of_other_types_are_recorded_with_the_calls(center: Center) -> None:
+    from toolweave.center import AuditEntry
+
+    for turn in range(3):
+        center.record(
+            AuditEntry(
+                time.time(), "selection", session="s1", actor="injector",
+                after={"chosen": ["echo"], "turn": turn}, reason=f"turn {turn}",
+            )
+        )  # fmt: skip
+    assert center.health().audit_pending == 3
+    center.flush()
+    assert center.health().audit_pending == 0
+    entries = center.audit(type="selection", session="s1")
+    assert [e.after["turn"] for e in entries] == [2, 1, 0]
+    assert center.store.count_audit(type="selection") == 3

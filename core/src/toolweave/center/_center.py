@@ -310,6 +310,8 @@ class Center:
         self._reload_lock = threading.Lock()
         self._subscribers: list[Subscriber] = []
         self._pending: deque[CallRow] = deque()
+        self._entries: deque[AuditEntry] = deque()
+        """Queued audit entries of other types than calls (see :meth:`record`)."""
         self._flush_lock = threading.Lock()
         self._audit_dropped = 0
         self._audit_error = ""
@@ -492,26 +494,41 @@ class Center:
                     self._audit_dropped,
                 )
 
+    def record(self, entry: AuditEntry) -> None:
+        """Queue an audit entry of any type (``selection`` entries of the injector, a
+        host's own) to be written with the call audit; never blocks. Changes made
+        through the center's operations are audited by them already."""
+        entries = self._entries
+        entries.append(entry)
+        if len(entries) > self.audit_buffer:
+            entries.popleft()
+            self._audit_dropped += 1
+        self._wake.set()
+
     def flush_audit(self) -> int:
         """Write the queued audit entries now; returns how many were written. Entries
         that cannot be written stay queued (see :meth:`health`)."""
         written = 0
         with self._flush_lock:
-            pending = self._pending
-            while pending:
-                # Chunks, so one write never holds the store (or the GIL) for long.
-                batch = list(itertools.islice(pending, _CHUNK))
-                try:
-                    self.store.append_calls(batch)
-                except CenterError as exc:
-                    if str(exc) != self._audit_error:
-                        logger.error("writing the audit failed (kept in memory): %s", exc)
-                    self._audit_error = str(exc)
-                    return written
-                for _ in range(len(batch)):
-                    pending.popleft()
-                written += len(batch)
-                self._audit_error = ""
+            queues: list[tuple[deque[Any], Callable[[list[Any]], None]]] = [
+                (self._pending, self.store.append_calls),
+                (self._entries, self.store.append_audit),
+            ]
+            for pending, write in queues:
+                while pending:
+                    # Chunks, so one write never holds the store (or the GIL) for long.
+                    batch = list(itertools.islice(pending, _CHUNK))
+                    try:
+                        write(batch)
+                    except CenterError as exc:
+                        if str(exc) != self._audit_error:
+                            logger.error("writing the audit failed (kept in memory): %s", exc)
+                        self._audit_error = str(exc)
+                        return written
+                    for _ in range(len(batch)):
+                        pending.popleft()
+                    written += len(batch)
+                    self._audit_error = ""
             return written
 
     def flush(self) -> None:
@@ -534,7 +551,7 @@ class Center:
             self._degraded,
             self.store.readonly,
             self.audit_mode,
-            len(self._pending),
+            len(self._pending) + len(self._entries),
             self._audit_dropped,
             self._audit_error,
             self._trimmed(),
@@ -556,9 +573,10 @@ class Center:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         self.flush()
-        if self._pending:
+        if self._pending or self._entries:
             logger.error(
-                "the center closed with %d audit entries it could not write", len(self._pending)
+                "the center closed with %d audit entries it could not write",
+                len(self._pending) + len(self._entries),
             )
         self.store.close()
         _centers.discard(self)

@@ -195,6 +195,19 @@ class RedisCenterStore(CenterStore):
             self._key("audit"), {"e": _compact(data)}, maxlen=self.audit_maxlen, approximate=False
         )
         pipe.incr(self._key(f"audit:count:{entry.type}"))
+        pipe.incr(self._key("audit:count"))
+
+    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        if not entries:
+            return
+
+        async def write() -> None:  # all of the batch or none of it (MULTI/EXEC)
+            async with self._r.pipeline(transaction=True) as pipe:
+                for entry in entries:
+                    self._add_audit(pipe, entry)
+                await pipe.execute()
+
+        self._run(write(), "the audit")
 
     def register(self, records: Sequence[ToolRecord], *, actor: str) -> list[ChangeEvent]:
         tools = self._key("tools")
@@ -316,6 +329,7 @@ class RedisCenterStore(CenterStore):
                         stream, {"e": _compact(data)}, maxlen=self.audit_maxlen, approximate=False
                     )
                 pipe.incrby(self._key("audit:count:call"), len(rows))
+                pipe.incrby(self._key("audit:count"), len(rows))
                 await pipe.execute()
 
         self._run(write(), "the audit")
@@ -323,14 +337,13 @@ class RedisCenterStore(CenterStore):
     def audit_trimmed(self) -> int:
         async def count() -> list[Any]:
             async with self._r.pipeline(transaction=True) as pipe:
-                pipe.get(self._key("audit:count:call"))
-                pipe.get(self._key("audit:count:change"))
+                pipe.get(self._key("audit:count"))
                 pipe.xlen(self._key("audit"))
                 result: list[Any] = await pipe.execute()
                 return result
 
-        calls, changes, present = self._run(count(), "the audit's length")
-        return max(0, int(calls or 0) + int(changes or 0) - int(present))
+        written, present = self._run(count(), "the audit's length")
+        return max(0, int(written or 0) - int(present))
 
     def query_audit(
         self,

@@ -92,6 +92,10 @@ class CenterStore(ABC):
         """Append the audit entries of calls (all of them or none)."""
 
     @abstractmethod
+    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        """Append audit entries of any type (all of them or none)."""
+
+    @abstractmethod
     def query_audit(
         self,
         *,
@@ -160,6 +164,8 @@ _AUDIT_COLUMNS = (
     "actor, before, after, reason"
 )
 
+
+_MARKS = ", ".join("?" * 14)
 
 _INSERT_CALLS = (
     "INSERT INTO audit (at, type, session, role, tool, version, digest, outcome, error_kind, "
@@ -462,6 +468,22 @@ class SQLiteCenterStore(CenterStore):
         # taken once and no NULL is bound row by row.
         with self._write() as conn:
             conn.execute(_INSERT_CALLS, (json.dumps(rows),))
+
+    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        if not entries:
+            return
+        rows = [
+            (
+                e.at, e.type, e.session, e.role, e.tool, e.version, e.digest, e.outcome,
+                e.error_kind, e.duration_ms, e.actor,
+                None if e.before is None else _dump(e.before),
+                None if e.after is None else _dump(e.after),
+                e.reason,
+            )
+            for e in entries
+        ]  # fmt: skip
+        with self._write() as conn:
+            conn.executemany(f"INSERT INTO audit ({_AUDIT_COLUMNS}) VALUES ({_MARKS})", rows)
 
     def query_audit(
         self,

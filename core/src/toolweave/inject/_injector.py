@@ -342,9 +342,7 @@ class Injector:
     def flush(self) -> None:
         """Write the queued selection entries to the center's audit now."""
         if self.center is not None:
-            from toolweave.inject._audit import selection_log
-
-            selection_log(self.center).flush()
+            self.center.flush_audit()
 
     # -- search ---------------------------------------------------------------------------
 
@@ -624,9 +622,7 @@ class Injector:
             f"{len(selection.trimmed)} trimmed, {len(selection.filtered)} filtered"
         )
         if self.center is not None:
-            from toolweave.inject._audit import selection_log
-
-            selection_log(self.center).append(
+            self.center.record(
                 AuditEntry(
                     at=time.time(),
                     type="selection",
