@@ -290,3 +290,18 @@ def test_registration_keeps_groups_other_hosts_declared(
     center.register_toolset(toolset_factory(), groups={"look": ["readers"]})
     center.register_toolset(toolset_factory())
     assert center.tool("look").groups == ("local_core", "readers")
+
+
+def test_registering_a_tool_that_does_not_say_what_not_to_use_it_for_warns(
+    center: Center, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="toolweave"):
+        center.register(
+            [
+                ToolRecord("vague", "api", description="Fetches things."),
+                ToolRecord("clear", "api", description="Fetch a page. Not for files."),
+            ]
+        )
+    warned = [r.getMessage() for r in caplog.records if "must not be used for" in r.getMessage()]
+    assert len(warned) == 1
+    assert "vague" in warned[0]

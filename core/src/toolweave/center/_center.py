@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
 
+from toolweave.catalog._describe import NOT_FOR_HINT, says_what_not
 from toolweave.center._model import (
     SETTABLE,
     AuditEntry,
@@ -594,6 +595,10 @@ class Center:
         events = self.store.register(records, actor=actor or _user())
         if events:
             self._reload()
+            added = {e.target for e in events if e.kind == "added"}
+            for record in records:
+                if record.name in added and not says_what_not(record.description):
+                    logger.warning("tool %s (%s): %s", record.name, record.source, NOT_FOR_HINT)
         if self.approval == "auto":
             flags = self.snapshot.flags
             for record in records:

@@ -17,10 +17,10 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, final
 
+from toolweave.catalog._describe import says_what_not
 from toolweave.center import AuditEntry, Center, CenterHook, Status
 from toolweave.errors import UsageError
 from toolweave.inject._classify import Classifier
-from toolweave.inject._describe import says_what_not
 from toolweave.inject._docs import tool_docs
 from toolweave.inject._fusion import default_classifiers
 from toolweave.inject._search import (
