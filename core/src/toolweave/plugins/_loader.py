@@ -284,7 +284,9 @@ class PackManager:
     def setup_session(self, session: Session) -> None:
         """Prepare a new session of a set built from these packs: every loaded pack's
         ``provide_resources``, then its ``provide_call_hooks`` (each hook added to the
-        session). A pack that raises is marked failed (see :meth:`provide_resources`)."""
+        session), then its ``before_call`` / ``after_call`` / ``on_call_error`` (each
+        a call hook of its own). A pack that raises is marked failed (see
+        :meth:`provide_resources`)."""
         self.provide_resources(session.resources, session)
         for info, call in self._each("provide_call_hooks", {"session": session}):
             try:
@@ -292,6 +294,21 @@ class PackManager:
                     session.add_hook(hook)
             except _PACK_FAILURES as exc:
                 self._fail(info, exc, "provide_call_hooks")
+        self._add_call_specs(session)
+
+    def _add_call_specs(self, session: Session) -> None:
+        """Add the packs' ``before_call`` / ``after_call`` / ``on_call_error`` to
+        ``session``, each as a call hook of its own (see ``_call_hooks``)."""
+        from toolweave.plugins._call_hooks import SPECS, pack_call_hook
+
+        for spec in SPECS:
+            impls = {id(impl.plugin): impl for impl in getattr(self.pm.hook, spec).get_hookimpls()}
+            for info in list(self.packs.values()):
+                plugin = self.pm.get_plugin(info.name)
+                impl = impls.get(id(plugin)) if plugin is not None else None
+                if impl is not None:
+                    hook = pack_call_hook(info.name, spec, impl.function, tuple(impl.argnames))
+                    session.add_hook(hook)
 
     def builder(self) -> ToolSetBuilder:
         """A builder holding every loaded pack's tools and reminders."""

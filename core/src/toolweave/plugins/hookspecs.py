@@ -22,11 +22,14 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
     from toolweave.catalog import ToolSetBuilder
+    from toolweave.errors import ToolError
     from toolweave.resources import Resources
-    from toolweave.runtime import CallHook, Session
+    from toolweave.results import CallResult
+    from toolweave.runtime import CallHook, HookCall, Session
 
 __all__ = ["hookimpl", "hookspec"]
 
@@ -111,4 +114,69 @@ def provide_call_hooks(session: Session) -> Sequence[CallHook] | None:
     Returns:
         The hooks, or ``None``. Raise to report the pack as broken; the session goes
         on without its hooks.
+    """
+
+
+@hookspec
+def before_call(call: HookCall) -> ToolError | Mapping[str, Any] | None:
+    """Check or change a call after its arguments are validated, before it runs.
+
+    Called for every call of every session of a set built from the packs (calls a
+    tool makes through ``ctx.call`` included), once per pack that implements it, in
+    load order, after the host's and the packs' call hooks. The implementation is the
+    ``before`` step of a call hook (see :class:`~toolweave.CallHook`), so it goes
+    through the one pipeline; a plain or an ``async`` function.
+
+    Args:
+        call: The call: ``call.name`` (the tool's client name), ``call.entry``,
+            ``call.arguments`` (validated: the ``Args`` model of a class tool, the
+            keyword arguments of a ``@tool`` function, the JSON object of an external
+            tool), ``call.session``, ``call.call_id``, ``call.depth``.
+
+    Returns:
+        ``None`` to let the call go on; a ``ToolError`` to refuse it with that kind and
+        reason (``ToolError(ErrorKind.PERMISSION_DENIED, "no pushes on Fridays")``);
+        or a mapping of new arguments (every argument, with client parameter names, as
+        a model would send them), which are validated again (invalid ones end the call
+        with ``invalid_params``) and seen by the next implementation. An
+        implementation that raises anything else refuses the call (``permission_denied``,
+        "a safety check failed"); the error is logged with the pack's name.
+    """
+
+
+@hookspec
+def after_call(call: HookCall, result: CallResult) -> str | None:
+    """See a call's result after it succeeded.
+
+    Called once per pack that implements it, in load order, for every successful
+    call; the ``after`` step of a call hook. A plain or an ``async`` function.
+
+    Args:
+        call: The call (as in ``before_call``; ``call.arguments`` are the ones it ran
+            with).
+        result: The result (``result.output``, ``result.text``); do not change it.
+
+    Returns:
+        Text to add for the model (after the tool's text), or ``None``. An
+        implementation that raises is logged with the pack's name and skipped: the
+        result is kept.
+    """
+
+
+@hookspec
+def on_call_error(call: HookCall, result: CallResult) -> str | None:
+    """See a call that failed: refused (by a rule, a role, a hook), invalid
+    arguments, a tool error, a timeout or a cancellation.
+
+    Called once per pack that implements it, in load order; the ``on_error`` step of
+    a call hook. A plain or an ``async`` function.
+
+    Args:
+        call: The call (``call.arguments`` is ``None`` when it failed before its
+            arguments were validated).
+        result: The failed result (``result.error.kind``, ``result.error.message``).
+
+    Returns:
+        Text to add for the model, or ``None``. An implementation that raises is
+        logged with the pack's name and skipped.
     """

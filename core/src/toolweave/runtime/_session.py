@@ -635,6 +635,40 @@ class Session:
     ``await session.call(name, arguments, call_id, on_progress=None)`` returns the
     :class:`~toolweave.CallResult`; failures carry an error and never raise."""
 
+    async def resume(self, call_id: str, *, approved: bool, always: bool = False) -> CallResult:
+        """Complete a call that a call hook held back for the host's answer (a
+        permission rule that asks, with no answer at the time: see
+        :mod:`toolweave.policy`).
+
+        The held call runs again through the whole pipeline with the arguments it was
+        held with, under its own ``call_id``; the hook that held it finds the answer and
+        lets it run (``approved``) or refuses it. An answer is used once and only for
+        those exact arguments.
+
+        Args:
+            call_id: The id of the held call (in its result's ``error.data``).
+            approved: The person's answer.
+            always: With ``approved``: allow calls like it from now on.
+
+        Returns:
+            The call's result; ``not_found`` when no call ``call_id`` waits in this
+            session (never held, or answered already).
+        """
+        for hook in self._hooks:
+            release = getattr(hook, "release_call", None)
+            if release is None:
+                continue
+            held = release(self, call_id, approved=approved, always=always)
+            if held is not None:
+                name, arguments = held
+                return await run_call(self, name, arguments, call_id)
+        return failure(
+            ErrorKind.NOT_FOUND,
+            f"No call {call_id!r} is waiting for an answer in this session.",
+            "",
+            call_id,
+        )
+
     async def call_from(self, ctx: Context, name: str, arguments: Any = None) -> CallResult:
         """A call made by a running tool (what :meth:`Context.call <toolweave.Context.call>`
         does): the same pipeline, hooks and deadline as any call; no reminders, and its
