@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -111,6 +112,7 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         f"Session.call(name, raw JSON, call_id); {HOST_NOTE}",
     )
     cases.append(Case("toolweave-packs", loop_of(invoke, RAW_ARGS)))
+    observe_notes = await _observe_cases(toolset, setup.tmpdir(), rows, cases, closers)
     try:
         results = await interleave(cases, rounds, target_s)
     finally:
@@ -123,12 +125,117 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         "A no-op hook overrides one step (before) or three (admit, before, after), each a "
         "plain function returning None."
     )
+    hooks.notes.extend(observe_notes)
     outcome.tables.append(hooks)
     sessions = _sessions(toolset, 10_000 if not cfg.quick else 1_000)
     await _packs_sessions(sessions, 1_000 if not cfg.quick else 100)
     outcome.tables.append(sessions)
     outcome.targets.extend(judge(hooks))
     return outcome
+
+
+OBSERVE = ("limits", "otel-api", "otel-sdk", "limits+otel", "rules", "rules+limits+otel")
+"""The observe rows: rate limits on an SQLite file; the telemetry hook with the
+OpenTelemetry API only (no SDK configured), with the SDK; both; permission rules
+(toolweave.policy); rules, rate limits and telemetry together."""
+
+
+class _NullExporter:
+    """A span exporter that drops what it gets (the SDK's work, no I/O)."""
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+
+async def _observe_cases(
+    toolset: Any, folder: Any, rows: dict[str, Row], cases: list[Case], closers: list[Any]
+) -> list[str]:
+    """Rows for toolweave.observe's hooks on the dispatch path (W1's call, no center):
+    a rate limit counted in an SQLite file, the telemetry hook with and without the
+    OpenTelemetry SDK, and both; the notes say what is missing."""
+    notes = [
+        "Observe rows: limits = RateLimiter(<SQLite file>, per_session and per_tool "
+        "'100/minute', an injected clock moving 1 s per call: each counter holds its last 60 "
+        "calls, none refused).attach(session): one BEGIN IMMEDIATE transaction per call "
+        "(2 counts, 2 inserts, commit; WAL, synchronous=NORMAL); otel-api = "
+        "TelemetryHook() with no SDK configured (the API's no-op tracer and meter); otel-sdk = "
+        "TelemetryHook(tracer_provider=SDK TracerProvider with a BatchSpanProcessor into an "
+        "exporter that drops spans, meter_provider=SDK MeterProvider with an in-memory reader).",
+        "rules = attach_policy(session, {allow: [join], deny: [bash(rm *)]}): the call "
+        "matches an allow rule by name (PolicyHook's before step).",
+    ]
+    from toolweave.observe import RateLimiter, TelemetryHook
+
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        notes.append("otel rows skipped: the OpenTelemetry SDK is not installed (toolweave[otel])")
+        return notes
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(_NullExporter()))  # type: ignore[arg-type]
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    limiter: Any = None
+    # A steady state, not a flood: the injected clock moves 1 s per call, so each counter
+    # holds the last 60 calls (a sliding-window log costs what its window holds).
+    spec = {"per_session": "100/minute", "per_tool": {"join": "100/minute"}}
+    clock = functools.partial(next, itertools.count(1_700_000_000_000, 1000))
+
+    async def close() -> None:
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
+        if limiter is not None:
+            limiter.close()
+
+    closers.append(close)
+    for kind in OBSERVE:
+        session = toolset.session(reminders=False)
+        if "limits" in kind:
+            try:
+                if limiter is None:
+                    limiter = RateLimiter(folder / "observe-center.db", spec, clock=clock)
+                limiter.attach(session, role=None)
+            except Exception as exc:
+                notes.append(f"limits rows skipped: {exc}")
+                continue
+        if "rules" in kind:
+            from toolweave.policy import attach_policy
+
+            attach_policy(session, {"allow": ["join"], "deny": ["bash(rm *)"]})
+        if kind == "otel-api":
+            TelemetryHook().attach(session)
+        elif "otel" in kind:
+            TelemetryHook(tracer_provider=tracer_provider, meter_provider=meter_provider).attach(
+                session
+            )
+        invoke = functools.partial(session.call, "join", call_id="call_1")
+        _text(await invoke(RAW_ARGS))
+        key = f"toolweave-{kind}"
+        rows[key] = Row(
+            key,
+            "toolweave",
+            {
+                "limits": "rate limits (SQLite file)",
+                "otel-api": "telemetry hook, OpenTelemetry API only",
+                "otel-sdk": "telemetry hook, OpenTelemetry SDK",
+                "limits+otel": "rate limits (SQLite) + telemetry (SDK)",
+                "rules": "permission rules (an allow rule by name)",
+                "rules+limits+otel": "permission rules + rate limits (SQLite) + telemetry (SDK)",
+            }[kind],
+            f"Session.call(name, raw JSON, call_id); reminders off; toolweave.observe: {kind}",
+        )
+        cases.append(Case(key, loop_of(invoke, RAW_ARGS)))
+    return notes
 
 
 def _weigh(make: Callable[[], Any], n: int) -> tuple[float, int, list[Any]]:
@@ -254,4 +361,11 @@ def judge(table: Table) -> list[Target]:
         mine = table.median(_key("all", count))
         if mine is not None:
             table.notes.append(f"{count} three-step hook(s): {share((mine - base) / count)}")
+    for kind in OBSERVE:
+        mine = table.median(f"toolweave-{kind}")
+        if mine is not None:
+            table.notes.append(
+                f"observe {kind}: {mine - base:+.2f} µs per call over no hooks "
+                f"({(mine - base) / floor * 100:.0f} % of the floor)"
+            )
     return targets

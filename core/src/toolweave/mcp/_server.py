@@ -6,6 +6,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import os
 import socket
 import sys
 from collections.abc import Callable
@@ -68,6 +69,11 @@ class SessionServer:
         version: The server version (default: toolweave's).
         instructions: Optional instructions for the client's model.
         watch_interval: Seconds between checks for changed external tools.
+        telemetry: Give the session a :class:`~toolweave.observe.TelemetryHook` (spans
+            and metrics through the global OpenTelemetry providers), unless it has one;
+            by default when the environment sets ``TOOLWEAVE_OTEL=1``. Either way, the
+            W3C trace context a client sends in a request's ``params._meta`` is read
+            (by the MCP SDK's server middleware), so the call's spans are its children.
     """
 
     def __init__(
@@ -78,9 +84,17 @@ class SessionServer:
         version: str | None = None,
         instructions: str | None = None,
         watch_interval: float = 0.1,
+        telemetry: bool | None = None,
     ) -> None:
         from toolweave import __version__
 
+        if telemetry is None:
+            telemetry = os.environ.get("TOOLWEAVE_OTEL", "").lower() in ("1", "true")
+        if telemetry:
+            from toolweave.observe import TelemetryHook
+
+            if not any(isinstance(hook, TelemetryHook) for hook in session.hooks):
+                TelemetryHook().attach(session)
         self.session = session
         self.watch_interval = watch_interval
         self._bus = InMemorySubscriptionBus()

@@ -1,0 +1,229 @@
+"""Rate limits per session, per tool and per role on both center stores."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import ValidationError
+from toolweave import ErrorKind, Session
+from toolweave.center import Center
+from toolweave.observe import RateLimiter, RateLimitHook, RateLimits, parse_rates
+
+pytest.importorskip("pyrate_limiter")
+
+
+def test_rates_are_read_in_every_documented_form() -> None:
+    """calls/window in words, abbreviations, multiples and lists."""
+    assert [(r.limit, r.window_ms) for r in parse_rates("60/minute")] == [(60, 60_000)]
+    assert [(r.limit, r.window_ms) for r in parse_rates("10 per 5 seconds")] == [(10, 5_000)]
+    assert [(r.limit, r.window_ms) for r in parse_rates("5/2s")] == [(5, 2_000)]
+    assert [(r.limit, r.window_ms) for r in parse_rates("5/second, 100/hour")] == [
+        (5, 1_000),
+        (100, 3_600_000),
+    ]
+    for bad in ("ten/minute", "5/fortnight", "0/second", "5"):
+        with pytest.raises(ValueError, match="rate"):
+            parse_rates(bad)
+
+
+def test_a_bad_spec_is_refused_with_its_key() -> None:
+    """A spec names the entry whose rate cannot be read, and unknown keys are errors."""
+    with pytest.raises(ValidationError, match="bash"):
+        RateLimits.model_validate({"per_tool": {"bash": "often"}})
+    with pytest.raises(ValidationError, match="per_day"):
+        RateLimits.model_validate({"per_day": "5/day"})
+
+
+def test_counters_a_call_counts_against() -> None:
+    """A call counts against its role's, its tool's (or '*') and its session's counters."""
+    limits = RateLimits.model_validate(
+        {
+            "per_session": "60/minute",
+            "per_tool": {"add": "10/minute", "*": "100/hour"},
+            "per_role": {"common_user": "100/hour"},
+        }
+    )
+    scopes = [(s, k) for s, k, _ in limits.for_call("add", "s1", "common_user")]
+    assert scopes == [
+        ("per_role", "role:common_user"),
+        ("per_tool", "tool:add"),
+        ("per_session", "session:s1"),
+    ]
+    assert [k for _, k, _ in limits.for_call("echo", "s1", "admin")] == ["tool:echo", "session:s1"]
+
+
+def _limited(
+    center: Center, session: Session, spec: dict[str, Any], clock: Any, role: str | None = None
+) -> RateLimitHook:
+    center.attach(session, role=role)
+    return RateLimiter(center, spec, clock=clock).attach(session)
+
+
+@pytest.mark.anyio
+async def test_accuracy_within_ten_percent_on_a_simulated_clock(
+    center: Center, session_factory: Callable[..., Session], clock: Any
+) -> None:
+    """20 calls per 2 s, asked every 25 ms for 10 s: 100 admitted (±10 %), never more
+    than 20 in any 2 s window."""
+    session = session_factory()
+    _limited(center, session, {"per_session": "20 per 2 seconds"}, clock)
+    admitted: list[int] = []
+    for i in range(400):
+        result = await session.call("add", {"a": 1, "b": i})
+        if result.ok:
+            admitted.append(clock.now)
+        else:
+            assert result.error is not None
+            assert result.error.kind is ErrorKind.RATE_LIMITED
+        clock.now += 25
+    assert 90 <= len(admitted) <= 110
+    for i, at in enumerate(admitted):
+        assert sum(1 for other in admitted[i:] if other < at + 2000) <= 20
+
+
+@pytest.mark.anyio
+async def test_accuracy_within_ten_percent_on_the_real_clock(
+    center: Center, session_factory: Callable[..., Session]
+) -> None:
+    """10 calls per second, asked as fast as a 5 ms pause allows for 3 s: 30 (±10 %)."""
+    session = session_factory()
+    center.attach(session)
+    RateLimiter(center, {"per_tool": {"add": "10/second"}}).attach(session)
+    admitted = 0
+    started = time.monotonic()
+    while time.monotonic() - started < 3.0:
+        if (await session.call("add", {"a": 1, "b": 2})).ok:
+            admitted += 1
+        await anyio.sleep(0.005)
+    assert 27 <= admitted <= 33
+
+
+@pytest.mark.anyio
+async def test_time_to_retry_is_the_wait_until_a_call_leaves_the_window(
+    center: Center, session_factory: Callable[..., Session], clock: Any
+) -> None:
+    """3 per second: the 4th call, 300 ms after the first, waits 0.701 s; then it runs."""
+    session = session_factory()
+    _limited(center, session, {"per_tool": {"add": "3/second"}}, clock)
+    for _ in range(3):
+        assert (await session.call("add", {"a": 1, "b": 1})).ok
+        clock.now += 100
+    refused = await session.call("add", {"a": 1, "b": 1}, "call-4")
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.RATE_LIMITED
+    assert refused.error.data == {"retry_after": 0.701, "scope": "per_tool", "limit": "3/second"}
+    assert "3/second" in refused.text
+    assert "0.7 s" in refused.text
+    assert refused.model_text.startswith("rate_limited")
+    assert (await session.call("echo", {"text": "other tools run"})).ok
+    clock.now += 701
+    assert (await session.call("add", {"a": 1, "b": 1})).ok
+
+
+@pytest.mark.anyio
+async def test_a_role_limit_is_shared_by_its_sessions_and_other_roles_are_unaffected(
+    center: Center, session_factory: Callable[..., Session], clock: Any
+) -> None:
+    """Two common_user sessions share 5 calls a minute; an admin session is not limited."""
+    spec = {"per_role": {"common_user": "5/minute"}}
+    limiter = RateLimiter(center, spec, clock=clock)
+    users = [session_factory(), session_factory()]
+    admin = session_factory()
+    for s, role in ((users[0], "common_user"), (users[1], "common_user"), (admin, "admin")):
+        center.attach(s, role=role)
+        limiter.attach(s)
+    outcomes = [(await users[i % 2].call("echo", {"text": "x"})).ok for i in range(8)]
+    assert outcomes == [True] * 5 + [False] * 3
+    refused = await users[1].call("echo", {"text": "x"})
+    assert refused.error is not None
+    assert refused.error.data["scope"] == "per_role"
+    assert "common_user" in refused.text
+    assert all([(await admin.call("echo", {"text": "x"})).ok for _ in range(20)])
+
+
+@pytest.mark.anyio
+async def test_a_tool_limit_is_shared_through_the_store(
+    center_url: str, session_factory: Callable[..., Session], clock: Any
+) -> None:
+    """Two limiters (as two processes would) on one store count one tool together; the
+    session limit stays each session's own."""
+    spec = {"per_tool": {"add": "4/minute"}, "per_session": "3/minute"}
+    first, second = session_factory(), session_factory()
+    RateLimiter(center_url, spec, clock=clock).attach(first, role=None)
+    RateLimiter(center_url, spec, clock=clock).attach(second, role=None)
+    ok = [(await s.call("add", {"a": 1, "b": 1})).ok for s in (first, second, first, second)]
+    assert ok == [True] * 4
+    refused = await first.call("add", {"a": 1, "b": 1})
+    assert refused.error is not None
+    assert refused.error.data["scope"] == "per_tool"
+    assert (await first.call("echo", {"text": "x"})).ok
+    session_refused = await first.call("echo", {"text": "x"})
+    assert session_refused.error is not None
+    assert session_refused.error.data["scope"] == "per_session"
+
+
+@pytest.mark.anyio
+async def test_a_call_the_center_refuses_is_not_counted(
+    center: Center, session_factory: Callable[..., Session], clock: Any
+) -> None:
+    """Calls to a disabled tool are refused by the center before the rate limit counts them."""
+    session = session_factory()
+    _limited(center, session, {"per_session": "2/minute"}, clock)
+    center.disable("add", reason="maintenance")
+    for _ in range(5):
+        refused = await session.call("add", {"a": 1, "b": 1})
+        assert refused.error is not None
+        assert refused.error.kind is ErrorKind.UNAVAILABLE
+    center.enable("add")
+    assert [(await session.call("add", {"a": 1, "b": 1})).ok for _ in range(3)] == [
+        True,
+        True,
+        False,
+    ]
+
+
+def test_tools_without_a_limit_get_no_hook(
+    center: Center, session_factory: Callable[..., Session]
+) -> None:
+    """A hook applies only to entries some limit counts."""
+    session = session_factory()
+    hook = RateLimiter(center, {"per_tool": {"add": "1/second"}}).attach(session)
+    assert hook.applies_to(session.toolset.get("add"))
+    assert not hook.applies_to(session.toolset.get("echo"))
+
+
+@pytest.mark.anyio
+async def test_an_unreachable_store_refuses_or_lets_through_as_configured(
+    tmp_path: Path, session_factory: Callable[..., Session]
+) -> None:
+    """Closed counters: fail_closed refuses (unavailable), otherwise the call runs."""
+    closed = RateLimiter(tmp_path / "c.db", {"per_session": "5/second"})
+    opened = RateLimiter(tmp_path / "c.db", {"per_session": "5/second"}, fail_closed=False)
+    strict, lax = session_factory(), session_factory()
+    closed.attach(strict)
+    opened.attach(lax)
+    closed.close()
+    opened.close()
+    refused = await strict.call("add", {"a": 1, "b": 1})
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.UNAVAILABLE
+    assert (await lax.call("add", {"a": 1, "b": 1})).ok
+
+
+def test_check_counts_like_the_hook(center_url: str, clock: Any) -> None:
+    """RateLimiter.check is the hook's step for code that is not a session."""
+    limiter = RateLimiter(center_url, {"per_role": {"bot": "2/second"}}, clock=clock)
+    assert limiter.check("add", "s1", "bot") is None
+    assert limiter.check("add", "s2", "bot") is None
+    refused = limiter.check("echo", "s3", "bot")
+    assert refused is not None
+    assert refused.kind is ErrorKind.RATE_LIMITED
+    assert limiter.check("add", "s1", "human") is None
+    limiter.reset()
+    assert limiter.check("add", "s1", "bot") is None
+    limiter.close()
