@@ -140,6 +140,11 @@ PUBLIC_PACKAGES = [
     "toolweave.state",
     "toolweave.mcp",
     "toolweave.testing",
+    "toolweave.center",
+    "toolweave.local",
+    "toolweave.inject",
+    "toolweave.policy",
+    "toolweave.observe",
 ]
 
 

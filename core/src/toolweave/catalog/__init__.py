@@ -6,6 +6,7 @@ one-pass validation, expressions, templates, behaviour versions, and the immutab
 from toolweave.catalog._builder import ToolSetBuilder
 from toolweave.catalog._catalog import Catalog
 from toolweave.catalog._config import ToolConfig, ToolSetConfig
+from toolweave.catalog._describe import NOT_FOR_HINT, says_what_not
 from toolweave.catalog._erasure import ErasedTool
 from toolweave.catalog._expr import Expression, SetView, ToolFacts, compile_expression
 from toolweave.catalog._external import external_tool, schema_validator
@@ -15,6 +16,7 @@ from toolweave.catalog._toolset import ToolDefinition, ToolEntry, ToolSet
 from toolweave.catalog._versions import DeprecatedVersionWarning, ToolweaveWarning
 
 __all__ = [
+    "NOT_FOR_HINT",
     "BuildReport",
     "Catalog",
     "DeprecatedVersionWarning",
@@ -33,5 +35,6 @@ __all__ = [
     "ToolweaveWarning",
     "compile_expression",
     "external_tool",
+    "says_what_not",
     "schema_validator",
 ]

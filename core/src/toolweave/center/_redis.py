@@ -94,6 +94,11 @@ class RedisCenterStore(CenterStore):
     def _key(self, name: str) -> str:
         return f"{self.prefix}:{name}"
 
+    @property
+    def url(self) -> str:
+        """The Redis URL (with its password, if it has one: do not log it)."""
+        return self._link.url
+
     def describe(self) -> str:
         return f"{self._link.safe_url}#{self.prefix}"
 

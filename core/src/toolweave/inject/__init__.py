@@ -2,7 +2,7 @@
 and their fusion, role and status filters, explicit names, model-driven search), capped,
 explained and logged."""
 
-from toolweave.catalog._describe import NOT_FOR_HINT, says_what_not
+from toolweave.catalog import NOT_FOR_HINT, says_what_not
 from toolweave.inject._classify import Candidate, Classifier, ToolDoc
 from toolweave.inject._docs import tool_doc, tool_docs
 from toolweave.inject._fusion import FusionClassifier, IntentConfig, default_classifiers

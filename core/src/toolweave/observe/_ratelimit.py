@@ -173,11 +173,11 @@ def _counters_for(store: Center | CenterStore | str | Path, timeout: float) -> C
     if isinstance(store, SQLiteCenterStore):
         return SQLiteCounters(store.path, busy_timeout=timeout)
     if isinstance(store, CenterStore):
-        link = getattr(store, "_link", None)  # RedisCenterStore: its URL, password included
-        if link is None:
+        url = getattr(store, "url", None)  # RedisCenterStore
+        if not isinstance(url, str):
             raise UsageError(f"rate limits have no counters for {store!r}")
         prefix = getattr(store, "prefix", "toolweave")
-        return RedisCounters(link.url, prefix=prefix, timeout=timeout)
+        return RedisCounters(url, prefix=prefix, timeout=timeout)
     text = str(store)
     if isinstance(store, Path) or "://" not in text:
         return SQLiteCounters(Path(text), busy_timeout=timeout)
