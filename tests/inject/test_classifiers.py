@@ -177,3 +177,55 @@ def test_empty_catalogue_abstains() -> None:
     for classifier in (LexicalClassifier(), EmbeddingClassifier(), default_classifiers(None)):
         classifier.index([])
         assert classifier.rank("read a file") == []
+
+
+def test_words_match_splitting_identifiers_first() -> None:
+    """The one-pass word pattern finds the words of split_identifier(text) (the old two
+    passes), on identifiers of every shape."""
+    import random
+    import re
+
+    from toolweave.inject._text import raw_words, split_identifier
+
+    two_pass = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]+")
+    rng = random.Random(7)
+    samples = ["HTTPServer", "readFile", "x1Y", "AB1c", "ABCd", "get_URLs2go", "12AB", "café"]
+    samples += [
+        "".join(rng.choice("aAbZ09_ .-é") for _ in range(rng.randint(0, 12))) for _ in range(5000)
+    ]
+    for text in samples:
+        assert raw_words(text) == two_pass.findall(split_identifier(text)), text
+
+
+def test_bm25_matrix_equals_bm25s(docs: list[ToolDoc]) -> None:
+    """The vectorised index holds bm25s's lucene scores, bit for bit."""
+    bm25s = pytest.importorskip("bm25s")
+    import numpy as np
+    from toolweave.inject._lexical import doc_words
+
+    ours = LexicalClassifier()
+    ours.index(docs)
+    ref = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    ref.index([doc_words(d) or ["_empty_"] for d in docs], show_progress=False)
+    indptr, indices, data = (ref.scores[k] for k in ("indptr", "indices", "data"))
+    for word, tid in ours._vocab.items():
+        theirs = ref.vocab_dict[word]
+        a, b = (
+            slice(indptr[theirs], indptr[theirs + 1]),
+            slice(ours._indptr[tid], ours._indptr[tid + 1]),
+        )
+        assert np.array_equal(indices[a], ours._indices[b])
+        assert np.array_equal(data[a], ours._data[b])
+
+
+def test_embed_many_equals_the_models_embed(docs: list[ToolDoc]) -> None:
+    """Batch embedding (one tokenizer call, unpadded pooling) gives wordllama's vectors;
+    an empty text gives a zero vector (not NaN)."""
+    import numpy as np
+    from toolweave.inject._embed import embed_many, embed_text
+
+    model = load_wordllama()
+    texts = [embed_text(d) for d in docs]
+    assert np.allclose(embed_many(model, texts), model.embed(texts, norm=True), atol=1e-6)
+    assert not embed_many(model, ["", "read"]).any(axis=1)[0]
+    assert embed_many(model, []).shape == (0, 256)

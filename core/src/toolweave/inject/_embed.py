@@ -73,6 +73,54 @@ def embed_text(doc: ToolDoc) -> str:
     return ". ".join(p for p in parts if p)
 
 
+_CHUNK = 16
+"""Documents pooled per step (their token vectors stay in the CPU cache)."""
+
+
+@lru_cache(maxsize=4)
+def _unpadded(model: Any) -> Any:
+    """A copy of the model's tokenizer that neither pads nor truncates."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def embed_many(model: Any, texts: Sequence[str]) -> Any:
+    """``model.embed(texts, norm=True)`` for many texts, faster: one tokenizer call
+    over every text (``encode_batch_fast``: no offsets, no padding), then each text's
+    token vectors averaged in small chunks of texts (WordLlama's pooling is their mean)
+    and normalised. Equal to ``model.embed`` up to float rounding (≈1e-7)."""
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, model.embedding.shape[1]), dtype=np.float32)
+    tokenizer = _unpadded(model)
+    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+    encoded = encode(list(texts), add_special_tokens=False)
+    lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
+    ids = np.fromiter((i for e in encoded for i in e.ids), dtype=np.int64, count=int(lengths.sum()))
+    table = model.embedding
+    np.clip(ids, 0, table.shape[0] - 1, out=ids)
+    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    out = np.zeros((len(lengths), table.shape[1]), dtype=np.float32)
+    for i in range(0, len(lengths), _CHUNK):
+        part = lengths[i : i + _CHUNK]
+        first, last = int(starts[i]), int(starts[i + len(part)])
+        if last == first:
+            continue
+        offsets = np.minimum(starts[i : i + len(part)] - first, last - first - 1)
+        sums = np.add.reduceat(table[ids[first:last]], offsets, axis=0)
+        out[i : i + len(part)] = np.where(part[:, None] > 0, sums, 0.0)
+    out /= np.maximum(lengths, 1)[:, None].astype(np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    out /= np.where(norms > 0.0, norms, 1.0)
+    return out
+
+
 @final
 class EmbeddingClassifier:
     """Cosine similarity between the request (plus its history, weighted lower) and the
@@ -121,10 +169,10 @@ class EmbeddingClassifier:
             return self.model.embed(texts, norm=True)
 
     def index(self, docs: Sequence[ToolDoc]) -> None:
-        """Embed every document."""
+        """Embed every document (see :func:`embed_many`)."""
         self._names = [d.name for d in docs]
         self._groups = [d.groups for d in docs]
-        self._matrix = self._embed([embed_text(d) for d in docs]) if docs else None
+        self._matrix = embed_many(self.model, [embed_text(d) for d in docs]) if docs else None
 
     def rank(self, query: str, history: Sequence[str] = (), k: int = 15) -> list[Candidate]:
         """The ``k`` tools closest to the request (and its history)."""

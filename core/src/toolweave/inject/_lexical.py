@@ -1,4 +1,4 @@
-"""Lexical retrieval: BM25 (``bm25s``) over enriched tool documents, the request and,
+"""Lexical retrieval: BM25 (the scores of ``bm25s``'s ``lucene`` method) over enriched tool documents, the request and,
 weighted lower, the recent turns of the conversation."""
 
 from __future__ import annotations
@@ -9,28 +9,60 @@ from typing import Any, final
 
 from toolweave.errors import UsageError
 from toolweave.inject._classify import Candidate, ToolDoc
-from toolweave.inject._text import split_identifier, words
+from toolweave.inject._text import words
 
 __all__ = ["LexicalClassifier", "doc_words", "query_weights"]
 
 INSTALL_HINT = "pip install 'toolweave[inject]'"
 
 
-def _bm25s() -> Any:
+def _numpy() -> Any:
     try:
-        import bm25s
+        import numpy
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise UsageError(f"lexical tool retrieval needs bm25s: {INSTALL_HINT}") from exc
-    return bm25s
+        raise UsageError(f"lexical tool retrieval needs numpy: {INSTALL_HINT}") from exc
+    return numpy
 
 
 def doc_words(doc: ToolDoc, *, name_weight: int = 3, group_weight: int = 2) -> list[str]:
     """The words BM25 indexes for ``doc``: its name (split, repeated ``name_weight``
     times), groups (``group_weight`` times), description, parameters and examples."""
-    name = words(split_identifier(doc.name).replace(".", " "))
+    name = words(doc.name)
     tags = words(" ".join(doc.groups))
     body = words(" ".join((doc.description, *doc.parameters, *doc.examples)))
     return name * name_weight + tags * group_weight + body
+
+
+def bm25_matrix(
+    token_ids: Any, lengths: Sequence[int], n_vocab: int, *, k1: float = 1.2, b: float = 0.75
+) -> tuple[Any, Any, Any]:
+    """The BM25 (``lucene``) score of every (word, document) pair, as the compressed
+    columns ``(data, indices, indptr)`` of ``bm25s.BM25(method="lucene").index``: column
+    ``t`` (``data[indptr[t]:indptr[t + 1]]``) holds word ``t``'s scores in the documents
+    ``indices[...]``, ascending.
+
+    Args:
+        token_ids: Every document's word ids, concatenated (``lengths`` long each).
+        lengths: Each document's number of words.
+        n_vocab: The number of distinct words.
+        k1: Term-frequency saturation.
+        b: Length normalisation.
+    """
+    import numpy as np
+
+    n = len(lengths)
+    doc_len = np.asarray(lengths, dtype=np.int64)
+    doc = np.repeat(np.arange(n, dtype=np.int64), doc_len)
+    pairs, tf = np.unique(np.asarray(token_ids, dtype=np.int64) * n + doc, return_counts=True)
+    tok, doc = np.divmod(pairs, n)
+    df = np.bincount(tok, minlength=n_vocab)
+    idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5)).astype(np.float32)
+    norm = k1 * ((1.0 - b) + b * doc_len / doc_len.mean())
+    tfc = tf.astype(np.float32) / (norm[doc] + tf.astype(np.float32))
+    data = (idf[tok] * tfc).astype(np.float32)
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    return data, doc.astype(np.int32), indptr
 
 
 @lru_cache(maxsize=4096)
@@ -99,23 +131,27 @@ class LexicalClassifier:
         self._idf: Any = None
 
     def index(self, docs: Sequence[ToolDoc]) -> None:
-        """Build the BM25 index over ``docs``."""
+        """Build the BM25 index over ``docs`` (every distinct word stemmed once; the
+        matrix built with array operations, the scores of ``bm25s``'s ``lucene``
+        method)."""
         self._names = [d.name for d in docs]
         self._groups = [d.groups for d in docs]
         if not docs:
             self._vocab = {}
             return
-        bm25s = _bm25s()
-        import numpy as np
-
-        retriever = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
-        corpus = [doc_words(d) or ["_empty_"] for d in docs]
-        retriever.index(corpus, show_progress=False)
-        scores = retriever.scores
-        self._vocab = dict(retriever.vocab_dict)
-        self._data = scores["data"]
-        self._indices = scores["indices"]
-        self._indptr = scores["indptr"]
+        np = _numpy()
+        flat: list[str] = []
+        lengths: list[int] = []
+        for doc in docs:
+            tokens = doc_words(doc) or ["_empty_"]
+            lengths.append(len(tokens))
+            flat.extend(tokens)
+        vocab = {word: i for i, word in enumerate(dict.fromkeys(flat))}
+        ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+        self._vocab = vocab
+        self._data, self._indices, self._indptr = bm25_matrix(
+            ids, lengths, len(vocab), k1=self.k1, b=self.b
+        )
         n = len(docs)
         df = np.diff(self._indptr).astype(np.float64)
         self._idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))

@@ -8,10 +8,15 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "split_identifier", "stem", "words"]
+__all__ = ["STOPWORDS", "raw_words", "split_identifier", "stem", "words"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]+")
+_TOKEN = re.compile(r"[A-Za-z][a-z0-9]*(?:(?<=[A-Z])[A-Z](?![a-z])[a-z0-9]*)*|[0-9]+")
+"""A word of ``split_identifier(text)`` in one pass: a letter, then lower-case letters and
+digits, or capitals that neither follow a lower-case letter or digit nor start a
+capitalised word (``HTTPServer`` → ``HTTP``, ``Server``); or a run of digits. The same
+words as splitting identifiers first and then taking ``[A-Za-z][A-Za-z0-9]*|[0-9]+``
+(checked by the tests), without the second pass."""
 
 STOPWORDS = frozenset(
     [
@@ -194,16 +199,31 @@ _normal: dict[str, str] = {}
 _NORMAL_MAX = 200_000
 
 
+def _normalise(raw: str) -> str:
+    low = raw.lower()
+    if low in STOPWORDS or (len(low) == 1 and not low.isdigit()):
+        return ""
+    return _stemmer()(low)
+
+
+def raw_words(text: str) -> list[str]:
+    """The words of ``text`` before stemming (identifiers split, case kept)."""
+    return _TOKEN.findall(text)
+
+
 def words(text: str) -> list[str]:
     """The stemmed, lower-case content words of ``text``, in order (repeats kept)."""
-    out: list[str] = []
+    raws = _TOKEN.findall(text)
     normal = _normal
-    for raw in _WORD.findall(split_identifier(text)):
+    try:
+        return [w for w in map(normal.__getitem__, raws) if w]
+    except KeyError:
+        pass
+    out: list[str] = []
+    for raw in raws:
         word = normal.get(raw)
         if word is None:
-            low = raw.lower()
-            stop = low in STOPWORDS or (len(low) == 1 and not low.isdigit())
-            word = "" if stop else _stemmer()(low)
+            word = _normalise(raw)
             if len(normal) < _NORMAL_MAX:
                 normal[raw] = word
         if word:
