@@ -101,3 +101,28 @@ def test_serve_follows_plugin_edits(tmp_path: Path) -> None:
         assert state.status is Status.DISABLED
         assert "later.py" in state.reason
         assert center.tool("note").record.source == f"dir:{folder.resolve()}"
+
+
+def test_serve_http_with_plugins_stops_on_ctrl_c(tmp_path: Path) -> None:
+    """Over HTTP with a plugin folder, Ctrl-C stops the server with exit 0 and no
+    traceback (the plugin watcher runs beside it)."""
+    import signal
+    import subprocess
+
+    folder = tmp_path / "plugins"
+    write(folder / "note.py", V1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWEAVE_")}
+    with subprocess.Popen(
+        [_console_script(), "serve", "--http", "127.0.0.1:0", "--plugins", str(folder), "--no-mcp"],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as server:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        assert "http://127.0.0.1:" in line, line
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 0
+        rest = server.stderr.read()
+    assert "Traceback" not in rest, rest

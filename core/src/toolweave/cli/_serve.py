@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -116,11 +115,21 @@ def serve(
     with attached(session, center, role, cohort) as registry:
         loaded = open_plugins(session, folders, registry, workspace=root)
         try:
-            with contextlib.suppress(KeyboardInterrupt):
-                anyio.run(main)
+            anyio.run(main)
+        except BaseException as exc:
+            leaf = _leaf(exc)  # the task group wraps what the server raised
+            if not (isinstance(leaf, KeyboardInterrupt) and address is not None):
+                raise leaf from None
         finally:
             if loaded is not None:
                 loaded.close()
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception inside task groups that each hold one; else ``exc``."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def register(app: typer.Typer) -> None:
