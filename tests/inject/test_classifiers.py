@@ -229,3 +229,25 @@ def test_embed_many_equals_the_models_embed(docs: list[ToolDoc]) -> None:
     assert np.allclose(embed_many(model, texts), model.embed(texts, norm=True), atol=1e-6)
     assert not embed_many(model, ["", "read"]).any(axis=1)[0]
     assert embed_many(model, []).shape == (0, 256)
+
+
+def test_bm25_confidence_is_not_diluted_by_chatty_words(docs: list[ToolDoc]) -> None:
+    """BM25's confidence is the evidence of the matched words over ``scale·ln(1+N)``:
+    words that match no tool do not lower it, so a long request that names the tool
+    plainly is not abstained on (the fusion keeps it above its threshold)."""
+    import math
+
+    bm25 = LexicalClassifier()
+    bm25.index(docs)
+    short = bm25.rank("run a shell command")[0]
+    chatty = bm25.rank(
+        "good morning, hope you slept well; whenever convenient, run a shell command "
+        "for me, ideally before lunchtime tomorrow, thanks a million"
+    )[0]
+    assert short.name == chatty.name == "bash"
+    assert chatty.confidence == pytest.approx(short.confidence)
+    scores, _ = bm25.scores("run a shell command")
+    assert short.confidence == pytest.approx(float(scores.max()) / (8.0 * math.log1p(len(docs))))
+    fusion = default_classifiers(IntentConfig(embed=False))
+    fusion.index(docs)
+    assert _names(fusion, "hey, so, if it's not too much trouble: grep")[0] == "grep"

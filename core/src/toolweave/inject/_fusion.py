@@ -45,7 +45,7 @@ class IntentConfig:
     embed: bool | Literal["auto"] = "auto"
     history_turns: int = 3
     history_decay: float = 0.3
-    abstain_below: float = 0.1
+    abstain_below: float = 0.04
     min_confidence: float = 0.0
     weights: Mapping[str, float] = field(
         default_factory=lambda: {"rules": 1.0, "bm25": 1.0, "embed": 0.5}
@@ -105,7 +105,7 @@ class FusionClassifier:
         classifiers: Sequence[Classifier],
         *,
         weights: Mapping[str, float] | None = None,
-        abstain_below: float = 0.1,
+        abstain_below: float = 0.04,
         min_confidence: float = 0.0,
         method: Literal["score", "rrf", "relative"] = "relative",
         depth: int = 50,

@@ -90,13 +90,14 @@ def query_weights(
 
 @final
 class LexicalClassifier:
-    """BM25 over tool documents (``bm25s``'s index; the query side weighted by turn).
+    """BM25 over tool documents (``bm25s``'s lucene scores; the query side weighted by
+    turn).
 
-    Confidence of a candidate: its score over the score a document would get that
-    matched every known word of the request (and its weighted history) at saturation
-    (``Σ w·idf·(k1+1)``), so a request whose words a tool mostly shares scores near 1
-    and one that shares a single common word with it scores low; an empty answer when
-    no word is known.
+    Confidence of a candidate: its score over ``scale · ln(1 + N)`` (``N`` tools in the
+    catalogue; ``ln(1 + N)`` bounds one word's idf), capped at 1: the evidence of the
+    words it matches, comparable across catalogues of any size and not diluted by the
+    request's other words (a long chatty request that names the tool plainly is not less
+    sure than a short one). An empty answer when no word is known.
 
     Args:
         history_decay: Weight of the previous turn's words (the one before: its square).
@@ -104,6 +105,7 @@ class LexicalClassifier:
         k1: BM25's term-frequency saturation.
         b: BM25's length normalisation.
         min_confidence: Candidates under this confidence are dropped.
+        scale: How many fully matched rare words make confidence 1.
     """
 
     name = "bm25"
@@ -116,7 +118,9 @@ class LexicalClassifier:
         k1: float = 1.2,
         b: float = 0.75,
         min_confidence: float = 0.0,
+        scale: float = 8.0,
     ) -> None:
+        self.scale = scale
         self.history_decay = history_decay
         self.history_turns = history_turns
         self.k1 = k1
@@ -185,12 +189,13 @@ class LexicalClassifier:
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         top = top[np.argsort(-scores[top], kind="stable")]
+        unit = self.scale * float(np.log1p(len(scores)))
         out: list[Candidate] = []
         for i in top:
             score = float(scores[i])
             if score <= 0.0:
                 break
-            confidence = min(1.0, score / ideal)
+            confidence = min(1.0, score / unit)
             if confidence < self.min_confidence:
                 break
             out.append(
