@@ -5,6 +5,7 @@ and the workspace's ``.mcp_servers.json`` / ``mcp.json``, ``--no-mcp``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -22,6 +23,12 @@ from typer.testing import CliRunner
 from .conftest import SEED, write
 
 runner = CliRunner()
+
+# The SDK's stdio client binds ``errlog=sys.stderr`` when it is first imported: import it
+# now, not under CliRunner's stand-in stderr (which has no file descriptor), or later
+# tests that spawn servers with the default errlog fail.
+with contextlib.suppress(ImportError):
+    import mcp.client.stdio  # noqa: F401
 
 SERVERS = Path(__file__).resolve().parent.parent / "mcp" / "servers"
 DEMO = [sys.executable, "-m", "toolweave.mcp", "--packs", "none", "--pack", "demo_pack:pack"]
