@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from toolweave import load_packs
-from toolweave.errors import ConfigError
+from toolweave.errors import ConfigError, UsageError
 from toolweave.inject import (
     Classifier,
     FusionClassifier,
@@ -251,3 +251,27 @@ def test_bm25_confidence_is_not_diluted_by_chatty_words(docs: list[ToolDoc]) -> 
     fusion = default_classifiers(IntentConfig(embed=False))
     fusion.index(docs)
     assert _names(fusion, "hey, so, if it's not too much trouble: grep")[0] == "grep"
+
+
+def test_char_grams_match_inflections_and_typos() -> None:
+    """The 4-gram analyzer matches what stems keep apart and misspellings; the fusion
+    takes it as a member when char_grams is set."""
+    from toolweave.inject._text import grams
+
+    assert grams("readFile the") == ["#rea", "read", "ead#", "#fil", "file", "ile#"]
+    assert grams("a to") == []
+    assert set(grams("multiplication")) & set(grams("multiply"))
+    maths = [tool_doc("multiply", "Multiply two integers."), tool_doc("add", "Add two integers.")]
+    stems = LexicalClassifier()
+    stems.index(maths)
+    assert stems.rank("multiplication") == []  # Snowball: multipl vs multipli
+    bm25 = LexicalClassifier(analyzer="grams", scale=20.0)
+    assert bm25.name == "bm25-grams"
+    bm25.index(maths)
+    assert _names(bm25, "multiplication") == ["multiply"]
+    assert _names(bm25, "multiplcation of 3 and 4") == ["multiply"]
+    with pytest.raises(UsageError):
+        LexicalClassifier(analyzer="letters")
+    fusion = default_classifiers(IntentConfig(embed=False, char_grams=0.5))
+    assert [c.name for c in fusion.classifiers] == ["bm25", "bm25-grams"]  # type: ignore[attr-defined]
+    assert fusion.weights["bm25-grams"] == 0.5  # type: ignore[attr-defined]

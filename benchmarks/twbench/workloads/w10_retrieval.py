@@ -64,6 +64,7 @@ def _classifiers() -> list[tuple[str, Callable[[], Classifier]]]:
     if embedding_available():
         out.append(("embed", lambda: EmbeddingClassifier(history_decay=0.3)))
     out.append(("fusion", lambda: default_classifiers(None)))
+    out.append(("fusion+grams", lambda: default_classifiers({"char_grams": 0.5})))
     return out
 
 

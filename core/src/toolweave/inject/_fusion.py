@@ -36,6 +36,12 @@ class IntentConfig:
             ``"rrf"``: reciprocal-rank fusion (confidences still decide abstention).
         expand_groups: The other tools of a top candidate's group (≤ 40 tools) follow
             it at this fraction of its score (0: off).
+        char_grams: The weight of a second BM25 over the character 4-grams of words
+            (``bm25-grams``: inflections the stemmer keeps apart, typos, related
+            languages); 0 (default): off. It costs about as much to index as the
+            word BM25 and the embedding together (≈1.5 s for 10,000 tools) and, on the
+            W10 dev split, lifted our labelled set's Recall@15 (0.91 → 0.95) but not
+            BFCL's, with slightly more false injections.
 
     The defaults were chosen on the development split of W10 (benchmarks/README.md).
     """
@@ -52,6 +58,7 @@ class IntentConfig:
     )
     method: Literal["score", "rrf", "relative"] = "relative"
     expand_groups: float = 0.3
+    char_grams: float = 0.0
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> IntentConfig:
@@ -251,6 +258,19 @@ def default_classifiers(config: IntentConfig | Mapping[str, Any] | None = None) 
                 history_decay=config.history_decay, history_turns=config.history_turns
             )
         )
+    weights = dict(config.weights)
+    if config.char_grams > 0:
+        from toolweave.inject._lexical import LexicalClassifier
+
+        members.append(
+            LexicalClassifier(
+                history_decay=config.history_decay,
+                history_turns=config.history_turns,
+                analyzer="grams",
+                scale=20.0,
+            )
+        )
+        weights.setdefault("bm25-grams", config.char_grams)
     if config.embed:
         from toolweave.inject._embed import EmbeddingClassifier, embedding_available
 
@@ -262,7 +282,7 @@ def default_classifiers(config: IntentConfig | Mapping[str, Any] | None = None) 
             )
     return FusionClassifier(
         members,
-        weights=config.weights,
+        weights=weights,
         abstain_below=config.abstain_below,
         min_confidence=config.min_confidence,
         method=config.method,

@@ -3,13 +3,13 @@ weighted lower, the recent turns of the conversation."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, final
 
 from toolweave.errors import UsageError
 from toolweave.inject._classify import Candidate, ToolDoc
-from toolweave.inject._text import words
+from toolweave.inject._text import grams, words
 
 __all__ = ["LexicalClassifier", "doc_words", "query_weights"]
 
@@ -24,12 +24,19 @@ def _numpy() -> Any:
     return numpy
 
 
-def doc_words(doc: ToolDoc, *, name_weight: int = 3, group_weight: int = 2) -> list[str]:
-    """The words BM25 indexes for ``doc``: its name (split, repeated ``name_weight``
+ANALYZERS: dict[str, Callable[[str], list[str]]] = {"words": words, "grams": grams}
+"""How text becomes BM25 terms: stemmed words, or character 4-grams of words."""
+
+
+def doc_words(
+    doc: ToolDoc, *, name_weight: int = 3, group_weight: int = 2, analyzer: str = "words"
+) -> list[str]:
+    """The terms BM25 indexes for ``doc``: its name (split, repeated ``name_weight``
     times), groups (``group_weight`` times), description, parameters and examples."""
-    name = words(doc.name)
-    tags = words(" ".join(doc.groups))
-    body = words(" ".join((doc.description, *doc.parameters, *doc.examples)))
+    terms = ANALYZERS[analyzer]
+    name = terms(doc.name)
+    tags = terms(" ".join(doc.groups))
+    body = terms(" ".join((doc.description, *doc.parameters, *doc.examples)))
     return name * name_weight + tags * group_weight + body
 
 
@@ -66,12 +73,17 @@ def bm25_matrix(
 
 
 @lru_cache(maxsize=4096)
-def _cached_words(text: str) -> tuple[str, ...]:
-    return tuple(words(text))
+def _cached_terms(text: str, analyzer: str = "words") -> tuple[str, ...]:
+    return tuple(ANALYZERS[analyzer](text))
 
 
 def query_weights(
-    query: str, history: Sequence[str] = (), *, decay: float = 0.5, turns: int = 3
+    query: str,
+    history: Sequence[str] = (),
+    *,
+    decay: float = 0.5,
+    turns: int = 3,
+    analyzer: str = "words",
 ) -> dict[str, float]:
     """Each word of the request with weight 1, words of the ``turns`` latest history
     turns (oldest first in ``history``) with ``decay``, ``decay**2``, …; a word keeps its
@@ -80,10 +92,10 @@ def query_weights(
     recent = list(history)[-turns:] if turns > 0 else []
     for age, text in enumerate(reversed(recent), start=1):
         w = decay**age
-        for word in _cached_words(text):
+        for word in _cached_terms(text, analyzer):
             if weights.get(word, 0.0) < w:
                 weights[word] = w
-    for word in _cached_words(query):
+    for word in _cached_terms(query, analyzer):
         weights[word] = 1.0
     return weights
 
@@ -106,6 +118,8 @@ class LexicalClassifier:
         b: BM25's length normalisation.
         min_confidence: Candidates under this confidence are dropped.
         scale: How many fully matched rare words make confidence 1.
+        analyzer: ``"words"`` (stemmed words; the classifier's name is ``bm25``) or
+            ``"grams"`` (character 4-grams of words; named ``bm25-grams``).
     """
 
     name = "bm25"
@@ -119,7 +133,12 @@ class LexicalClassifier:
         b: float = 0.75,
         min_confidence: float = 0.0,
         scale: float = 8.0,
+        analyzer: str = "words",
     ) -> None:
+        if analyzer not in ANALYZERS:
+            raise UsageError(f"unknown analyzer {analyzer!r}: one of {sorted(ANALYZERS)}")
+        self.analyzer = analyzer
+        self.name = "bm25" if analyzer == "words" else f"bm25-{analyzer}"
         self.scale = scale
         self.history_decay = history_decay
         self.history_turns = history_turns
@@ -147,18 +166,17 @@ class LexicalClassifier:
         flat: list[str] = []
         lengths: list[int] = []
         for doc in docs:
-            tokens = doc_words(doc) or ["_empty_"]
+            tokens = doc_words(doc, analyzer=self.analyzer) or ["_empty_"]
             lengths.append(len(tokens))
             flat.extend(tokens)
         vocab = {word: i for i, word in enumerate(dict.fromkeys(flat))}
         ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
-        self._vocab = vocab
-        self._data, self._indices, self._indptr = bm25_matrix(
-            ids, lengths, len(vocab), k1=self.k1, b=self.b
-        )
+        data, indices, indptr = bm25_matrix(ids, lengths, len(vocab), k1=self.k1, b=self.b)
         n = len(docs)
-        df = np.diff(self._indptr).astype(np.float64)
+        df = np.diff(indptr).astype(np.float64)
+        self._data, self._indices, self._indptr = data, indices, indptr
         self._idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        self._vocab = vocab
 
     def scores(self, query: str, history: Sequence[str] = ()) -> tuple[Any, float]:
         """The BM25 score of every document and the saturation score of the request."""
@@ -166,7 +184,13 @@ class LexicalClassifier:
 
         out = np.zeros(len(self._names), dtype=np.float32)
         ideal = 0.0
-        weights = query_weights(query, history, decay=self.history_decay, turns=self.history_turns)
+        weights = query_weights(
+            query,
+            history,
+            decay=self.history_decay,
+            turns=self.history_turns,
+            analyzer=self.analyzer,
+        )
         vocab, indptr, indices, data = self._vocab, self._indptr, self._indices, self._data
         for word, w in weights.items():
             tid = vocab.get(word)

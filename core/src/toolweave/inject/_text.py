@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "raw_words", "split_identifier", "stem", "words"]
+__all__ = ["STOPWORDS", "grams", "raw_words", "split_identifier", "stem", "words"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _TOKEN = re.compile(r"[A-Za-z][a-z0-9]*(?:(?<=[A-Z])[A-Z](?![a-z])[a-z0-9]*)*|[0-9]+")
@@ -228,4 +228,36 @@ def words(text: str) -> list[str]:
                 normal[raw] = word
         if word:
             out.append(word)
+    return out
+
+
+_grams: dict[str, tuple[str, ...]] = {}
+"""Each raw word's character n-grams (``()`` for a stop word), bounded by ``_NORMAL_MAX``."""
+GRAM = 4
+
+
+def _word_grams(raw: str) -> tuple[str, ...]:
+    low = raw.lower()
+    if low in STOPWORDS or (len(low) == 1 and not low.isdigit()):
+        return ()
+    padded = f"#{low}#"
+    if len(padded) <= GRAM:
+        return (padded,)
+    return tuple(padded[i : i + GRAM] for i in range(len(padded) - GRAM + 1))
+
+
+def grams(text: str) -> list[str]:
+    """The character 4-grams of the content words of ``text`` (lower case, word edges
+    marked with ``#``: ``#rea``, ``read``, ``ead#``): matches across inflections the
+    stemmer keeps apart (``multiply``/``multiplication``), typos and related languages
+    (``stok``/``stock``)."""
+    cache = _grams
+    out: list[str] = []
+    for raw in _TOKEN.findall(text):
+        found = cache.get(raw)
+        if found is None:
+            found = _word_grams(raw)
+            if len(cache) < _NORMAL_MAX:
+                cache[raw] = found
+        out.extend(found)
     return out
