@@ -36,6 +36,7 @@ from toolweave.cli._sources import (
 )
 
 if TYPE_CHECKING:
+    from toolweave.center import Center
     from toolweave.cli._ask import TerminalAskUser
     from toolweave.results import CallResult, Progress
     from toolweave.runtime._session import Session
@@ -157,6 +158,16 @@ def call(
     no_plugins: NoPluginsOpt = False,
     mcp: McpOpt = None,
     no_mcp: NoMcpOpt = False,
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            metavar="FILE",
+            help="Permission rules (TOML or JSON: allow / ask / deny, per role): a call "
+            "the rules send to `ask` is put to you on the terminal.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run one tool on the current directory and print what the model would read.
 
@@ -173,6 +184,10 @@ def call(
     session of --role: a disabled tool answers `unavailable`, a tool the role may not use
     `permission_denied`, and the call is audited.
 
+    With --policy FILE the call is checked against permission rules; one the rules send
+    to `ask` is put to you (allow once, always, deny); without a terminal it stays
+    pending and the command exits 1.
+
     **Examples**
 
         toolweave call read_file '{"path": "README.md", "limit": 20}'
@@ -182,6 +197,7 @@ def call(
         toolweave call ask_user '{"question": "Deploy now?", "choices": ["y", "n"]}'
         toolweave call list_dir --center .toolweave/center.db --role dev
         toolweave call text_summary '{"text": "hi"}' --plugins tools
+        toolweave call bash '{"command": "git status"}' --policy policy.toml
     """
     text = sys.stdin.read() if arguments == "-" else arguments
     root = workspace or Path.cwd()
@@ -198,6 +214,8 @@ def call(
             return await run_call(session, name, text, quiet or json_, timeout, asker)
 
     with attached(session, center, role, cohort) as registry:
+        if policy is not None:
+            _attach_policy(session, policy, role, asker, registry)
         loaded = open_plugins(session, folders, registry, workspace=root)
         try:
             result = anyio.run(main)
@@ -216,6 +234,26 @@ def call(
         if not json_:
             err.print(Text.assemble(("error: ", "bold red"), f"{kind}: {result.error.message}"))
         raise typer.Exit(EXIT_CANCELLED if kind == "cancelled" else 1)
+
+
+def _attach_policy(
+    session: Session,
+    path: Path,
+    role: str | None,
+    asker: TerminalAskUser | None,
+    registry: Center | None,
+) -> None:
+    """Put ``session`` under the rules of ``path``; ``ask`` goes to the terminal (the
+    ask_user prompt's channel) when there is one, "always" answers to the center."""
+    from toolweave.policy import PolicyConfig, ask_user_approver, attach_policy, flag_recorder
+
+    attach_policy(
+        session,
+        PolicyConfig.load(path),
+        role=role,
+        approver=ask_user_approver(asker) if asker is not None else None,
+        recorder=flag_recorder(registry.store) if registry is not None else None,
+    )
 
 
 def _interactive() -> bool:

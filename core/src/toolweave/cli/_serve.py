@@ -57,6 +57,14 @@ def serve(
     cohort: CohortOpt = None,
     plugins: PluginsOpt = None,
     no_plugins: NoPluginsOpt = False,
+    otel: Annotated[
+        bool,
+        typer.Option(
+            "--otel",
+            help="OpenTelemetry spans and metrics for every call (toolweave[otel]; the "
+            "SDK's exporters from the OTEL_* environment), as TOOLWEAVE_OTEL=1 does.",
+        ),
+    ] = False,
     mcp: McpOpt = None,
     no_mcp: NoMcpOpt = False,
 ) -> None:
@@ -107,9 +115,11 @@ def serve(
             tg.start_soon(watch_plugins, loaded)
             if address is None:
                 err.print(f"serving {count()} tools over MCP on stdio")
-                await serve_stdio(session, name=name)
+                await serve_stdio(session, name=name, telemetry=otel or None)
             else:
-                await serve_http(session, *address, on_ready=ready, name=name)
+                await serve_http(
+                    session, *address, on_ready=ready, name=name, telemetry=otel or None
+                )
             tg.cancel_scope.cancel()
 
     with attached(session, center, role, cohort) as registry:
