@@ -5,9 +5,10 @@ audit keeps a diff. A remote tool's output stays tool output."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from toolweave import ErrorKind, Session
 from toolweave.center import Center, Status
@@ -33,51 +34,67 @@ def _server(description: Path) -> ServerConfig:
     )
 
 
-async def test_a_changed_definition_is_quarantined_until_approved(
-    tmp_path: Path, host_session: Callable[..., Session], eventually: Eventually
-) -> None:
-    description = tmp_path / "description.txt"
-    description.write_text(HONEST)
+@pytest.fixture
+def description(tmp_path: Path) -> Path:
+    """The file the rug server reads its tool's description from (honest at first)."""
+    path = tmp_path / "description.txt"
+    path.write_text(HONEST)
+    return path
+
+
+@pytest.fixture
+def attached(
+    tmp_path: Path, host_session: Callable[..., Session]
+) -> Iterator[tuple[Center, Session]]:
+    """A host session attached to a center on a fresh SQLite file."""
     center = Center.open(tmp_path / "center.db", poll_interval=0.05)
     session = host_session(workspace=tmp_path)
     center.attach(session)
     try:
-        async with MCPPool(session, {"rug": _server(description)}):
-            await eventually(lambda: NAME in _listed(session), within=30)
-            first = await session.call(NAME, {"city": "Oslo"})
-            assert first.text == "sunny in Oslo"
-            assert center.tool(NAME).status is Status.ENABLED
-            # The output of a remote tool is tool output, nothing else.
-            assert all("sunny" not in d for d in _listed(session).values())
-
-            description.write_text(POISONED)
-            await eventually(lambda: NAME not in _listed(session), within=30)
-            state = center.tool(NAME)
-            assert state.status is Status.QUARANTINED
-            assert "changed its definition" in state.reason
-            refused = await session.call(NAME, {"city": "Oslo"})
-            assert refused.error is not None
-            assert refused.error.kind is ErrorKind.UNAVAILABLE
-            assert "approve" in refused.text
-
-            assert center.approve(NAME, actor="ops", reason="reviewed the new text")
-            assert _listed(session)[NAME] == POISONED  # the operator's call, now visible
-            approval = center.audit(type="change", tool=NAME)[0]
-            assert (approval.outcome, approval.actor) == ("approve", "ops")
-            assert "-Current weather of a city." in approval.after["diff"]
-            assert "+" + POISONED in approval.after["diff"]
-            update = center.audit(type="change", tool=NAME)[1]
-            assert update.outcome == "update"
-            assert update.before["description"] == HONEST
+        yield center, session
     finally:
         center.close()
 
 
-async def test_manual_approval_holds_a_new_server_back(
-    tmp_path: Path, host_session: Callable[..., Session], eventually: Eventually
+async def test_a_changed_definition_is_quarantined_until_approved(
+    description: Path, attached: tuple[Center, Session], eventually: Eventually
 ) -> None:
-    description = tmp_path / "description.txt"
-    description.write_text(HONEST)
+    center, session = attached
+    async with MCPPool(session, {"rug": _server(description)}):
+        await eventually(lambda: NAME in _listed(session), within=30)
+        first = await session.call(NAME, {"city": "Oslo"})
+        assert first.text == "sunny in Oslo"
+        assert center.tool(NAME).status is Status.ENABLED
+        # The output of a remote tool is tool output, nothing else.
+        assert all("sunny" not in d for d in _listed(session).values())
+
+        await anyio.Path(description).write_text(POISONED)
+        await eventually(lambda: NAME not in _listed(session), within=30)
+        state = center.tool(NAME)
+        assert state.status is Status.QUARANTINED
+        assert "changed its definition" in state.reason
+        refused = await session.call(NAME, {"city": "Oslo"})
+        assert refused.error is not None
+        assert refused.error.kind is ErrorKind.UNAVAILABLE
+        assert "approve" in refused.text
+
+        assert center.approve(NAME, actor="ops", reason="reviewed the new text")
+        assert _listed(session)[NAME] == POISONED  # the operator's call, now visible
+        approval = center.audit(type="change", tool=NAME)[0]
+        assert (approval.outcome, approval.actor) == ("approve", "ops")
+        assert "-Current weather of a city." in approval.after["diff"]
+        assert "+" + POISONED in approval.after["diff"]
+        update = center.audit(type="change", tool=NAME)[1]
+        assert update.outcome == "update"
+        assert update.before["description"] == HONEST
+
+
+async def test_manual_approval_holds_a_new_server_back(
+    tmp_path: Path,
+    description: Path,
+    host_session: Callable[..., Session],
+    eventually: Eventually,
+) -> None:
     center = Center.open(tmp_path / "center.db", approval="manual")
     session = host_session(workspace=tmp_path)
     center.attach(session)
@@ -95,22 +112,15 @@ async def test_manual_approval_holds_a_new_server_back(
 
 
 async def test_a_call_before_any_listing_sees_the_change_too(
-    tmp_path: Path, host_session: Callable[..., Session], eventually: Eventually
+    description: Path, attached: tuple[Center, Session], eventually: Eventually
 ) -> None:
-    description = tmp_path / "description.txt"
-    description.write_text(HONEST)
-    center = Center.open(tmp_path / "center.db", poll_interval=0.05)
-    session = host_session(workspace=tmp_path)
-    center.attach(session)
-    try:
-        async with MCPPool(session, {"rug": _server(description)}) as pool:
-            await eventually(lambda: NAME in pool.tools, within=30)
-            assert (await session.call(NAME, {"city": "Oslo"})).error is None
-            version = pool.version
-            description.write_text(POISONED)
-            await eventually(lambda: pool.version != version, within=30)
-            refused = await session.call(NAME, {"city": "Oslo"})
-            assert refused.error is not None
-            assert refused.error.kind is ErrorKind.UNAVAILABLE
-    finally:
-        center.close()
+    _, session = attached
+    async with MCPPool(session, {"rug": _server(description)}) as pool:
+        await eventually(lambda: NAME in pool.tools, within=30)
+        assert (await session.call(NAME, {"city": "Oslo"})).error is None
+        version = pool.version
+        await anyio.Path(description).write_text(POISONED)
+        await eventually(lambda: pool.version != version, within=30)
+        refused = await session.call(NAME, {"city": "Oslo"})
+        assert refused.error is not None
+        assert refused.error.kind is ErrorKind.UNAVAILABLE
