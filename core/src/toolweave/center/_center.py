@@ -682,9 +682,7 @@ class Center:
         Raises:
             CenterError: There is no such tool, or the store refuses the change.
         """
-        record = self.snapshot.records.get(name)
-        if record is None:
-            raise CenterError(_unknown(name, self.snapshot))
+        record = self._record(name)
         digest = definition_hash(record)
 
         def update(old: Any) -> Any:
@@ -809,10 +807,8 @@ class Center:
         Raises:
             CenterError: There is no such tool.
         """
-        snap = self.snapshot
-        if name not in snap.records:
-            raise CenterError(_unknown(name, snap))
-        return self._state(snap, name)
+        self._record(name)
+        return self._state(self.snapshot, name)
 
     def _state(self, snap: Snapshot, name: str) -> ToolState:
         record = snap.records[name]
@@ -899,8 +895,8 @@ class Center:
         if len(given) != 1:
             raise CenterError("name exactly one of a tool, a group (group=) or a source (source=)")
         scope, target = given[0]
-        if scope == "tool" and target not in self.snapshot.records:
-            raise CenterError(_unknown(target, self.snapshot))
+        if scope == "tool":
+            self._record(target)
         return scope, target
 
     def set_status(
@@ -973,10 +969,19 @@ class Center:
             name, Status.DISABLED, group=group, source=source, actor=actor, reason=reason
         )
 
-    def _check_version(self, name: str, version: str) -> None:
+    def _record(self, name: str) -> ToolRecord:
+        """The record of ``name``.
+
+        Raises:
+            CenterError: The center holds no such tool (the message suggests close names).
+        """
         record = self.snapshot.records.get(name)
         if record is None:
             raise CenterError(_unknown(name, self.snapshot))
+        return record
+
+    def _check_version(self, name: str, version: str) -> None:
+        record = self._record(name)
         if record.versions and version not in record.versions:
             raise CenterError(
                 f"{name} has no version {version!r}; known: {', '.join(record.versions)}"
@@ -1018,8 +1023,7 @@ class Center:
         Raises:
             CenterError: There is nothing to roll back to.
         """
-        if name not in self.snapshot.records:
-            raise CenterError(_unknown(name, self.snapshot))
+        self._record(name)
         result: list[str | None] = []
 
         def update(old: Any) -> Any:
@@ -1067,8 +1071,7 @@ class Center:
     def abort_rollout(self, name: str, *, actor: str | None = None, reason: str = "") -> bool:
         """End the gray release of ``name``: every session runs its pinned or configured
         version again."""
-        if name not in self.snapshot.records:
-            raise CenterError(_unknown(name, self.snapshot))
+        self._record(name)
         return self._change(
             "tool", name, "rollout", lambda _: None, actor=actor, reason=reason, action="abort"
         )
@@ -1083,8 +1086,7 @@ class Center:
     ) -> bool:
         """Let only sessions with one of ``roles`` list and call ``name`` (``None``:
         every role). Others get ``permission_denied``, whatever the model sends."""
-        if name not in self.snapshot.records:
-            raise CenterError(_unknown(name, self.snapshot))
+        self._record(name)
         value = {"roles": None if roles is None else sorted(set(roles))}
         return self._change(
             "tool", name, "roles", lambda _: value, actor=actor, reason=reason, action="roles"
@@ -1094,8 +1096,7 @@ class Center:
         self, name: str, groups: Iterable[str], *, actor: str | None = None, reason: str = ""
     ) -> bool:
         """Put ``name`` in exactly ``groups`` (enable/disable act on groups)."""
-        if name not in self.snapshot.records:
-            raise CenterError(_unknown(name, self.snapshot))
+        self._record(name)
         value = sorted(set(groups))
         return self._change(
             "tool", name, "groups", lambda _: value, actor=actor, reason=reason, action="groups"
@@ -1112,8 +1113,8 @@ class Center:
         """Give the breaker of a tool (its name) or an MCP server (``mcp:<server>``) its
         own settings (``None``: the center's defaults)."""
         scope = "source" if ":" in target else "tool"
-        if scope == "tool" and target not in self.snapshot.records:
-            raise CenterError(_unknown(target, self.snapshot))
+        if scope == "tool":
+            self._record(target)
         value = None if settings is None else _settings_dict(settings)
         return self._change(
             scope, target, "breaker", lambda _: value, actor=actor, reason=reason,
