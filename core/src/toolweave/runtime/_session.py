@@ -433,12 +433,8 @@ class Session:
         format (and external-tool version), shared and read-only; each call returns a
         new list of them.
         """
-        hidden = self._hidden if self._hidden is not None else self._find_hidden()
+        hidden = self._hidden_now()
         routes = self._view_routes
-        if self._overlay is not None:
-            self._sync_overlay()
-            routes = self._view_routes
-            hidden = hidden | self._view_hidden
         external = include_external and bool(self._external)
         if not hidden and not external and not routes:
             return self.toolset.definitions(format)
@@ -474,10 +470,7 @@ class Session:
         Example:
             ``body = b'{"model": "gpt-5.5", "tools": ' + session.definitions_json() + b"}"``
         """
-        hidden = self._hidden if self._hidden is not None else self._find_hidden()
-        if self._overlay is not None:
-            self._sync_overlay()
-            hidden = hidden | self._view_hidden
+        hidden = self._hidden_now()
         external = include_external and bool(self._external)
         if not hidden and not external and not self._view_routes:
             return self.toolset.definitions_json(format)
@@ -488,6 +481,15 @@ class Session:
             cached = encode(self.definitions(format, include_external=include_external))
             self._listing_json[(format, external)] = cached
         return cached
+
+    def _hidden_now(self) -> frozenset[str]:
+        """The tools left out of the listing: those whose ``should_list`` says no, and
+        those the overlay hides now (its view taken again if it changed)."""
+        hidden = self._hidden if self._hidden is not None else self._find_hidden()
+        if self._overlay is None:
+            return hidden
+        self._sync_overlay()
+        return hidden | self._view_hidden if hidden else self._view_hidden
 
     def _find_hidden(self) -> frozenset[str]:
         """Ask each built-in tool that decides for itself whether to list it here."""
@@ -614,10 +616,7 @@ class Session:
         return self.resolve(name)
 
     def _unknown(self, name: object, call_id: str | None) -> CallResult:
-        hidden = self._hidden if self._hidden is not None else self._find_hidden()
-        if self._overlay is not None:
-            self._sync_overlay()
-            hidden = hidden | self._view_hidden
+        hidden = self._hidden_now()
         names = [n for n in self.toolset.names if n not in hidden]
         names += sorted(set(self._external) - self._unlisted - hidden)
         shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
