@@ -4,6 +4,7 @@ none lost under concurrency, queries, and ``audit = "required"``."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,40 @@ async def test_breaker_opens_half_opens_and_closes(center: Center, toolset: Tool
     assert center.tool("boom").status is Status.ENABLED
     assert (await session.call("boom", {})).error.kind is ErrorKind.EXECUTION_ERROR  # type: ignore[union-attr]
     assert center.audit(type="change", tool="breaker:boom")[0].outcome == "reset"
+
+
+def test_switch_in_flight_holds_through_reloads_and_a_reset_follows_it(
+    center: Center, center_url: str, toolset: ToolSet
+) -> None:
+    """While the center's thread is still writing a circuit's opening, a reload keeps
+    the circuit open here, and a reset waits for the write and then closes it, in
+    the store too (it never lands under the reset)."""
+    center.attach(toolset.session())
+    center.configure_breaker("boom", BreakerSettings(failures=1, window=60, cooldown=60))
+    writing, release = threading.Event(), threading.Event()
+    update_flag = center.store.update_flag
+
+    def held(scope: str, *args: Any, **kwargs: Any) -> Any:
+        if scope == "breaker" and kwargs.get("action") == "open":
+            writing.set()
+            release.wait(10)
+        return update_flag(scope, *args, **kwargs)
+
+    center.store.update_flag = held  # type: ignore[method-assign]
+    center.outcome("boom", failed=True, trial=False)
+    assert writing.wait(10)
+    center.set_roles("look", ["ops"])  # a new version, read while the write is held
+    assert center.breakers()["boom"]["state"] == "open"
+
+    reset = threading.Thread(target=lambda: center.reset_breaker("boom", actor="ops"))
+    reset.start()
+    release.set()
+    reset.join(10)
+    assert center.breakers()["boom"]["state"] == "closed"
+    with Center.open(center_url) as other:
+        assert other.breakers()["boom"]["state"] == "closed"
+    outcomes = [c.outcome for c in center.audit(type="change", tool="breaker:boom")]
+    assert outcomes[:2] == ["reset", "open"]
 
 
 def _server_tools(fail: dict[str, bool]) -> ToolSet:

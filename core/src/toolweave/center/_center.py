@@ -320,8 +320,11 @@ class Center:
         self._breakers: dict[str, _Breaker] = {}
         self._registered: weakref.WeakSet[ToolSet] = weakref.WeakSet()
         self._wake = threading.Event()
-        self._writes: deque[tuple[str, Callable[[], None]]] = deque()
-        """Breaker switches to record in the store: (key, write)."""
+        self._writes: deque[tuple[str, Any, str]] = deque()
+        """Breaker switches to record in the store: (key, state or ``None``, why). They
+        hold in this process's view until written (see :meth:`_overlay`)."""
+        self._write_lock = threading.Lock()
+        """Held while a switch is written, so a reset never races a write in flight."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -439,7 +442,7 @@ class Center:
             self._set_degraded("")
             if version == before:
                 return False
-            self.snapshot = Snapshot(version, records, flags)
+            self.snapshot = Snapshot(version, records, self._overlay(flags))
         if self._subscribers:
             if not events or events[0].version != before + 1:
                 events.insert(0, ChangeEvent(version, "resync", "*", {}, time.time()))
@@ -1124,11 +1127,12 @@ class Center:
     def reset_breaker(self, target: str, *, actor: str | None = None, reason: str = "") -> bool:
         """Close the breaker of ``target`` now."""
         self._breakers.pop(target, None)
-        for item in [w for w in self._writes if w[0] == target]:
-            self._writes.remove(item)
-        return self._change(
-            "breaker", target, "state", lambda _: None, actor=actor, reason=reason, action="reset"
-        )
+        self._write_queued()  # the reset follows, in the store too, every switch made
+        with self._write_lock:
+            return self._change(
+                "breaker", target, "state", lambda _: None, actor=actor, reason=reason,
+                action="reset",
+            )  # fmt: skip
 
     # -- breakers (called by the hook) ------------------------------------------------------
 
@@ -1188,39 +1192,43 @@ class Center:
         """Switch the circuit ``key`` in this process at once; the center's thread
         records it in the store (so the call path never waits for the store), from
         where other processes take it."""
+        self._writes.append((key, value, why))
         with self._reload_lock:
             snap = self.snapshot
-            flags = dict(snap.flags)
-            if value is None:
-                flags.pop(("breaker", key, "state"), None)
-            else:
-                flags[("breaker", key, "state")] = value
-            self.snapshot = Snapshot(snap.version, snap.records, flags)
-
-        def write() -> None:
-            self._change(
-                "breaker", key, "state", lambda _: value, actor="breaker", reason=why,
-                action="open" if value else "close",
-            )  # fmt: skip
-
-        self._writes.append((key, write))
+            self.snapshot = Snapshot(snap.version, snap.records, self._overlay(dict(snap.flags)))
         if self._thread is None:
             self._write_queued()
         else:
             self._wake.set()
 
+    def _overlay(self, flags: dict[tuple[str, str, str], Any]) -> dict[tuple[str, str, str], Any]:
+        """``flags`` read from the store, with the switches not yet written on top (a
+        reload never closes a circuit this process has just opened)."""
+        for key, value, _ in list(self._writes):
+            if value is None:
+                flags.pop(("breaker", key, "state"), None)
+            else:
+                flags[("breaker", key, "state")] = value
+        return flags
+
     def _write_queued(self) -> None:
-        """Record the queued breaker switches; one the store refuses is logged (the
-        switch holds in this process)."""
-        while self._writes:
-            try:
-                _, write = self._writes.popleft()
-            except IndexError:  # the other thread took the last one
-                return
-            try:
-                write()
-            except CenterError as exc:
-                logger.error("recording a breaker switch in the center failed: %s", exc)
+        """Record the queued breaker switches, oldest first; one the store refuses is
+        logged (the switch holds in this process)."""
+        while True:
+            with self._write_lock:
+                if not self._writes:
+                    return
+                try:
+                    self._write_switch(*self._writes[0])
+                except CenterError as exc:
+                    logger.error("recording a breaker switch in the center failed: %s", exc)
+                self._writes.popleft()
+
+    def _write_switch(self, key: str, value: Any, why: str) -> None:
+        self._change(
+            "breaker", key, "state", lambda _: value, actor="breaker", reason=why,
+            action="open" if value else "close",
+        )  # fmt: skip
 
 
 def _sqlite(path: Path, create: bool, busy_timeout: float) -> SQLiteCenterStore:
