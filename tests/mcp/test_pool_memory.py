@@ -298,7 +298,9 @@ async def test_servers_are_added_removed_and_reloaded(host_session: Callable[...
         assert not await pool.remove_server("two")
         assert session.external == {}
         assert await pool.add_server("off", _config(one, enabled=False)) is None
-        assert pool.status("off").state is ServerState.STOPPED
+        off = pool.status("off")
+        assert (off.state, off.error, off.tools) == (ServerState.DISABLED, None, ())
+        assert pool.servers["off"].state.value == "disabled"
 
 
 async def test_calls_after_removal_and_legacy_memory_servers(

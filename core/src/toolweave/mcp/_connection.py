@@ -56,6 +56,8 @@ class ServerState(enum.StrEnum):
     ``unavailable``."""
     STOPPED = "stopped"
     """Removed from the pool, or the pool is closed."""
+    DISABLED = "disabled"
+    """Configured with ``enabled = false``: kept in the configuration, never connected."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -375,7 +375,7 @@ class MCPPool:
         renamed = dict(self._renamed.get(server_id, {}))
         if conn is None:
             return ServerStatus(
-                server_id, ServerState.STOPPED, (), "disabled", None, config.group, 0, 0, 0, 0
+                server_id, ServerState.DISABLED, (), None, None, config.group, 0, 0, 0, 0
             )
         return ServerStatus(
             id=server_id,
