@@ -11,8 +11,18 @@ so that a renamed tool is named correctly in every other tool's description. A
 placeholder is ``{word:value}`` with no spaces; other braces (``{"a": 1}``, ``{path}``)
 are left alone. Write ``{{tool:edit}}`` for a literal ``{tool:edit}``.
 
-An unknown placeholder, an unknown kind, or a kind or id with no configured tool is a
-problem (a ``template`` issue when a tool set is built).
+A placeholder with no configured tool is a problem (a ``template`` issue when a tool set
+is built), so a tool whose description names another one cannot be configured without
+it. When the other tool is welcome but not needed, give a fallback after ``|``::
+
+    {tool:read|the file reader}    the read tool's name, or "the file reader" without one
+    {name:glob|a file-name search} the same by id
+    {tool:list_dir|}               the name, or nothing
+
+The fallback is any text without braces or line breaks (empty is allowed) and is used
+as written. An unknown placeholder word or an unknown kind is a problem with or without
+a fallback. Each problem of a text is reported once, however often its placeholder
+appears.
 """
 
 from __future__ import annotations
@@ -27,7 +37,10 @@ from toolweave.errors import ConfigError, ConfigIssue
 
 __all__ = ["TemplateProblem", "TemplateRenderer"]
 
-_PLACEHOLDER = re.compile(r"\{\{(\w+:[^{}\s]*)\}\}|\{(\w+):([^{}\s]*)\}")
+_PLACEHOLDER = re.compile(
+    r"\{\{(\w+:[^{}\s|]*(?:\|[^{}\n]*)?)\}\}"  # {{word:value}}: a literal {word:value}
+    r"|\{(\w+):([^{}\s|]*)(?:\|([^{}\n]*))?\}"  # {word:value} or {word:value|fallback}
+)
 _KINDS = frozenset(k.value for k in Kind)
 
 
@@ -77,26 +90,32 @@ class TemplateRenderer:
         """Render every placeholder of ``text``.
 
         Returns:
-            The rendered text and the problems found; a placeholder with a problem is
-            left as written.
+            The rendered text and the problems found, one per placeholder word and value
+            (``{tool:edit}`` written twice is one problem), in order of first
+            appearance; a placeholder with a problem is left as written.
         """
         if "{" not in text:
             return text, []
-        problems: list[TemplateProblem] = []
+        problems: dict[tuple[str, str], TemplateProblem] = {}
 
         def replace(m: re.Match[str]) -> str:
             escaped = m.group(1)
             if escaped is not None:
                 return "{" + escaped + "}"
-            word, value = m.group(2), m.group(3)
-            found, problem = self._lookup(word, value)
-            if problem is not None:
-                problems.append(TemplateProblem(m.group(0), problem))
-                return m.group(0)
-            assert found is not None
-            return found
+            word, value, fallback = m.group(2), m.group(3), m.group(4)
+            problem = _malformed(word, value)
+            if problem is None:
+                found = (self.by_kind if word == "tool" else self.by_id).get(value)
+                if found is not None:
+                    return found
+                if fallback is not None:
+                    return fallback
+                what = "of kind" if word == "tool" else "with id"
+                problem = f"no configured tool {what} {value!r}"
+            problems.setdefault((word, value), TemplateProblem(m.group(0), problem))
+            return m.group(0)
 
-        return _PLACEHOLDER.sub(replace, text), problems
+        return _PLACEHOLDER.sub(replace, text), list(problems.values())
 
     def render_strict(self, text: str, *, tool_id: str = "", path: str = "") -> str:
         """Render ``text``, raising when any placeholder cannot be rendered.
@@ -109,20 +128,15 @@ class TemplateRenderer:
             raise ConfigError([problem_issue(p, tool_id, path) for p in problems])
         return rendered
 
-    def _lookup(self, word: str, value: str) -> tuple[str | None, str | None]:
-        if word == "tool":
-            if value not in _KINDS:
-                return None, f"unknown kind {value!r} in {{tool:{value}}}"
-            name = self.by_kind.get(value)
-            if name is None:
-                return None, f"no configured tool of kind {value!r}"
-            return name, None
-        if word == "name":
-            name = self.by_id.get(value)
-            if name is None:
-                return None, f"no configured tool with id {value!r}"
-            return name, None
-        return None, f"unknown placeholder {{{word}:...}} (use {{tool:<kind>}} or {{name:<id>}})"
+
+def _malformed(word: str, value: str) -> str | None:
+    """What is wrong with a placeholder whatever the set holds (an unknown word or
+    kind), or ``None``."""
+    if word == "tool":
+        return None if value in _KINDS else f"unknown kind {value!r} in {{tool:{value}}}"
+    if word == "name":
+        return None
+    return f"unknown placeholder {{{word}:...}} (use {{tool:<kind>}} or {{name:<id>}})"
 
 
 def problem_issue(problem: TemplateProblem, tool_id: str, path: str) -> ConfigIssue:
