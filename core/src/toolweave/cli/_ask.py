@@ -10,7 +10,7 @@ question allows them, an empty line (or end of input) to decline.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 import anyio
 from rich.text import Text
@@ -19,14 +19,23 @@ from toolweave import Answer, AskUserHandler, Question
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.status import Status
 
     from toolweave.runtime._session import Session
 
-__all__ = ["TerminalAskUser", "install"]
+__all__ = ["Pausable", "TerminalAskUser", "install"]
 
 _POLL = 0.05
 """Seconds between looks at the reader thread (a person types far slower)."""
+
+
+class Pausable(Protocol):
+    """A live display (a spinner, the progress of a call) that steps aside for a question."""
+
+    def stop(self) -> None:
+        """Take the display off the terminal."""
+
+    def start(self) -> None:
+        """Show the display again."""
 
 
 class TerminalAskUser(AskUserHandler):
@@ -37,13 +46,14 @@ class TerminalAskUser(AskUserHandler):
         stdin: Where answers are read, one line each.
 
     Attributes:
-        spinner: A running status display to hide while a question waits for its answer.
+        spinner: A live display to take off the terminal while a question waits for its
+            answer.
     """
 
     def __init__(self, console: Console, stdin: TextIO) -> None:
         self.console = console
         self.stdin = stdin
-        self.spinner: Status | None = None
+        self.spinner: Pausable | None = None
         self._lock = anyio.Lock()
         self._echoed = _is_terminal(stdin)
         """Whether the terminal shows what is typed (else answers are echoed)."""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import stat
 import sys
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,6 +24,7 @@ from toolweave.cli._common import (
     err,
     guarded,
     load_packs,
+    out,
     print_json,
 )
 from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
@@ -36,27 +40,91 @@ from toolweave.cli._sources import (
 )
 
 if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
     from toolweave.center import Center
     from toolweave.cli._ask import TerminalAskUser
     from toolweave.results import CallResult, Progress
     from toolweave.runtime._session import Session
 
-__all__ = ["register", "show_progress"]
+__all__ = ["LiveProgress", "progress_line", "register", "show_progress"]
 
 CALL_ID = "cli-call"
 EXIT_CANCELLED = 130
 """Exit code of a call cancelled with Ctrl-C (128 + SIGINT, as shells do)."""
 
 
-def show_progress(item: Progress) -> None:
-    """Print one progress item on standard error (no markup is interpreted)."""
-    from rich.text import Text
-
+def progress_line(item: Progress) -> str:
+    """One progress item as a line (``[3/10] message``)."""
     prefix = ""
     if item.progress is not None:
         total = f"/{item.total:g}" if item.total is not None else ""
         prefix = f"[{item.progress:g}{total}] "
-    err.print(Text(prefix + item.message.rstrip("\n"), style="dim"))
+    return prefix + item.message.rstrip("\n")
+
+
+def show_progress(item: Progress) -> None:
+    """Print one progress item on standard error (no markup is interpreted)."""
+    from rich.text import Text
+
+    err.print(Text(progress_line(item), style="dim"))
+
+
+def _same_destination() -> bool:
+    """Whether standard output and standard error end up in one place (one terminal, or
+    one file as with ``2>&1``): there, progress printed as it comes would be read again
+    in the result."""
+    if out.is_terminal and err.is_terminal:
+        return True
+    try:
+        a, b = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) and stat.S_ISREG(a.st_mode)
+
+
+class LiveProgress:
+    """A call's progress on the terminal while it runs: a spinner under the last few
+    progress lines, erased when the call ends (the result then says it all, once).
+
+    Used when standard output and standard error are the same terminal; elsewhere
+    progress lines are printed to standard error as they come (:func:`show_progress`).
+    """
+
+    def __init__(self, console: Console, name: str, keep: int = 8) -> None:
+        from rich.live import Live
+        from rich.spinner import Spinner
+        from rich.text import Text
+
+        self._lines: deque[str] = deque(maxlen=max(1, keep))
+        self._spinner = Spinner("dots", Text(f"{name} running…", style="dim"))
+        self._live = Live(self, console=console, transient=True, refresh_per_second=8)
+
+    def __rich__(self) -> RenderableType:
+        from rich.console import Group
+        from rich.text import Text
+
+        shown = [Text(line, style="dim", no_wrap=True, overflow="ellipsis") for line in self._lines]
+        return Group(*shown, self._spinner)
+
+    def add(self, item: Progress) -> None:
+        """Show ``item`` as the newest line (the oldest shown scrolls away)."""
+        self._lines.append(progress_line(item))
+
+    def start(self) -> None:
+        """Draw the display (again, after :meth:`stop`)."""
+        self._live.start()
+
+    def stop(self) -> None:
+        """Erase the display (a question is asked meanwhile, or the call ended)."""
+        self._live.stop()
+
+    def __enter__(self) -> LiveProgress:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 async def _watch_interrupts(session: Session, call_id: str) -> None:
@@ -100,15 +168,22 @@ async def run_call(
             tg.start_soon(_watch_interrupts, session, CALL_ID)
         if seconds is not None:
             tg.start_soon(_deadline, session, seconds, expired)
-        spinner = err.status(f"[dim]{name} running…[/]") if err.is_terminal and not quiet else None
+        shared = _same_destination()
+        live = None
+        if err.is_terminal and not quiet:
+            live = LiveProgress(err, name, max(1, min(8, err.height // 3)) if shared else 0)
         if asker is not None:
-            asker.spinner = spinner
-        with spinner or contextlib.nullcontext():
+            asker.spinner = live
+        with live or contextlib.nullcontext():
             async with session.stream(name, arguments, CALL_ID) as items:
                 async for item in items:
                     if isinstance(item, CallResult):
                         result = item
-                    elif not quiet:
+                    elif quiet:
+                        continue
+                    elif live is not None and shared:
+                        live.add(item)
+                    elif not shared:
                         show_progress(item)
         tg.cancel_scope.cancel()
     assert result is not None
@@ -175,8 +250,9 @@ def call(
     --plugins DIR, $TOOLWEAVE_PLUGINS) or the MCP server file (./.mcp_servers.json or
     ./mcp.json, --mcp FILE).
 
-    Streaming tools show their progress as it happens; Ctrl-C cancels the call cleanly
-    (exit 130). A failed call prints its error kind and exits with 1. When standard input
+    Streaming tools show their progress as it happens, on standard error: on a terminal
+    the last lines stay above a spinner and are erased when the result is printed, so
+    output is read once. Ctrl-C cancels the call cleanly (exit 130). A failed call prints its error kind and exits with 1. When standard input
     is a terminal (or with --ask), questions from ask_user are put to you there: answer
     with a choice's number or your own words; an empty line declines.
 

@@ -1,0 +1,156 @@
+"""The ``toolweave`` command as a person meets it: on a terminal, across calls, with
+typos, configuration files found on their own, exit codes a script can trust."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTALLED = {ep.name for ep in entry_points(group="toolweave.packs")}
+
+needs_fs = pytest.mark.skipif("fs" not in INSTALLED, reason="toolweave-fs is not installed")
+needs_shell = pytest.mark.skipif(
+    "shell" not in INSTALLED, reason="toolweave-shell is not installed"
+)
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="terminals and signals of POSIX")
+
+
+def console_script() -> str:
+    """The installed ``toolweave`` command beside this Python."""
+    found = shutil.which("toolweave", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.skip("the toolweave console script is not installed next to this Python")
+    return found
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment of a command run by a test: no TOOLWEAVE_* or colour switches of
+    the machine running the tests, plus ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TOOLWEAVE_") and k not in {"FORCE_COLOR", "NO_COLOR", "COLUMNS"}
+    }
+    env.update(extra)
+    return env
+
+
+def run(
+    args: Sequence[str], cwd: Path, *, input: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``toolweave ARGS`` as a real process (pipes, no terminal)."""
+    return subprocess.run(
+        [console_script(), *args],
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        env=clean_env(**env),
+        timeout=120,
+    )
+
+
+def on_terminal(
+    args: Sequence[str], cwd: Path, *, columns: int = 80, rows: int = 24, **env: str
+) -> tuple[int, str]:
+    """Run ``toolweave ARGS`` with a terminal as its standard input, output and error,
+    and return its exit code and the screen a person would see at the end (read by a
+    VT emulator, so text drawn and then erased is not on it)."""
+    pyte = pytest.importorskip("pyte", reason="pyte (the dev group's terminal emulator)")
+    main, side = pty.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    proc = subprocess.Popen(
+        [console_script(), *args],
+        cwd=cwd,
+        stdin=side,
+        stdout=side,
+        stderr=side,
+        env=clean_env(TERM="xterm-256color", **env),
+        start_new_session=True,
+    )
+    os.close(side)
+    screen = pyte.Screen(columns, rows)
+    stream = pyte.ByteStream(screen)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.5)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(main, 65536)
+            except OSError:  # EIO: every holder of the terminal's other side closed it
+                break
+            if not data:
+                break
+            stream.feed(data)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(main)
+    return code, "\n".join(line.rstrip() for line in screen.display).strip()
+
+
+# -- 1. progress on a terminal ----------------------------------------------------------
+
+
+@posix_only
+@needs_shell
+@pytest.mark.slow
+def test_streamed_output_shows_once_on_a_terminal(tmp_path: Path) -> None:
+    """On a terminal a streaming call's progress is erased when its result is printed,
+    so each line of output is on the screen once."""
+    command = "for i in 1 2 3; do echo line-$i; sleep 0.2; done"
+    code, screen = on_terminal(
+        ["call", "bash", json.dumps({"command": command}), "-p", "shell"], tmp_path
+    )
+    assert code == 0, screen
+    assert screen.splitlines() == ["line-1", "line-2", "line-3"]
+
+
+@needs_shell
+@pytest.mark.slow
+def test_progress_goes_to_stderr_when_output_goes_elsewhere(tmp_path: Path) -> None:
+    """Standard output to a file, standard error to another place: progress is printed as
+    it comes on standard error, the result on standard output, each once."""
+    proc = run(["call", "bash", '{"command": "echo one; echo two"}', "-p", "shell"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["one", "two"]
+    assert proc.stderr.splitlines() == ["one", "two"]
+
+
+@needs_shell
+@pytest.mark.slow
+def test_progress_is_not_repeated_into_one_file(tmp_path: Path) -> None:
+    """With ``> log 2>&1`` the file holds the result once, not the progress before it."""
+    log = tmp_path / "log.txt"
+    with log.open("w") as sink:
+        proc = subprocess.run(
+            [console_script(), "call", "bash", '{"command": "echo one; echo two"}', "-p", "shell"],
+            cwd=tmp_path,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=clean_env(),
+            timeout=120,
+        )
+    assert proc.returncode == 0
+    assert log.read_text().splitlines() == ["one", "two"]
