@@ -251,6 +251,107 @@ def test_decorator_reads_google_docstring() -> None:
     assert "Never" not in find.description
 
 
+@tool
+def find_sphinx(pattern: str, limit: int = 10) -> list[str]:
+    """Find things matching a pattern.
+
+    Searches everything it can see.
+
+    :param pattern: The pattern to look for;
+        a regular expression.
+    :type pattern: str
+    :param int limit: Most results to return.
+    :returns: The matches.
+    :rtype: list[str]
+    :raises ValueError: Never.
+    """
+    return [pattern][:limit]
+
+
+@tool
+def find_numpy(pattern: str, limit: int = 10) -> list[str]:
+    """Find things matching a pattern.
+
+    Searches everything it can see.
+
+    Parameters
+    ----------
+    pattern : str
+        The pattern to look for;
+        a regular expression.
+    limit : int, optional
+        Most results to return.
+
+    Returns
+    -------
+    list of str
+        The matches.
+
+    Raises
+    ------
+    ValueError
+        Never.
+    """
+    return [pattern][:limit]
+
+
+@pytest.mark.parametrize("decorated", [find, find_sphinx, find_numpy], ids=lambda t: t.id)
+def test_decorator_reads_each_docstring_style(decorated: Any) -> None:
+    """Google, Sphinx and NumPy docstrings all describe the parameters, and none lets
+    its Returns or Raises section into the description."""
+    props = erase(decorated).input_schema["properties"]
+    assert props["pattern"]["description"] == "The pattern to look for; a regular expression."
+    assert props["limit"]["description"] == "Most results to return."
+    assert decorated.description == (
+        "Find things matching a pattern.\n\nSearches everything it can see."
+    )
+
+
+def test_a_docstring_without_sections_is_the_description() -> None:
+    """A docstring without sections is the description as written, colons and all, and
+    describes no parameter."""
+
+    @tool
+    def plain(path: str) -> str:
+        """Read a file.
+
+        Note that paths are relative: to the workspace.
+          Indented lines stay as written.
+        """
+        return path
+
+    assert plain.description == (
+        "Read a file.\n\nNote that paths are relative: to the workspace.\n"
+        "  Indented lines stay as written."
+    )
+    assert "description" not in erase(plain).input_schema["properties"]["path"]
+
+
+def test_a_docstring_the_parser_cannot_read_is_the_description(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When docstring_parser refuses a docstring, the tool is still made: the whole
+    docstring is its description."""
+    import docstring_parser
+
+    def refuse(text: str, style: Any) -> Any:
+        raise docstring_parser.ParseError("unreadable")
+
+    monkeypatch.setattr(docstring_parser, "parse", refuse)
+
+    @tool
+    def odd(x: int) -> int:
+        """Odd.
+
+        Args:
+            x: A number.
+        """
+        return x
+
+    assert odd.description == "Odd.\n\nArgs:\n    x: A number."
+    assert "description" not in erase(odd).input_schema["properties"]["x"]
+
+
 def test_decorator_options_override() -> None:
     """id, namespace, description and capabilities given to @tool win."""
 
