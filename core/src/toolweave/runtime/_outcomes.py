@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOTHING",
+    "TOOL_FAILURES",
     "after_result",
     "error_result",
     "failure",
@@ -26,6 +27,12 @@ __all__ = [
 ]
 
 logger = logging.getLogger("toolweave")
+
+TOOL_FAILURES: tuple[type[BaseException], ...] = (Exception, SystemExit)
+"""What a tool may raise and the call end as its failure: ``sys.exit()`` in a tool
+fails the call, not the host (as it fails a pack at load). The other ``BaseException``
+subclasses steer whoever runs the call (``KeyboardInterrupt``, cancellation, the
+``GeneratorExit`` of a close, a test framework's outcome) and pass through."""
 
 
 def failure(

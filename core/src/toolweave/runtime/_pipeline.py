@@ -41,6 +41,7 @@ from toolweave.runtime._deadline import Running, Stopped, drive
 from toolweave.runtime._hooks import HookCall, HookPlan, apply_verdict, check_failed
 from toolweave.runtime._outcomes import (
     NOTHING,
+    TOOL_FAILURES,
     after_result,
     error_result,
     failure,
@@ -233,7 +234,7 @@ async def run_call(
                     return result
             else:
                 result = _result(ctx, raw)
-        except Exception as exc:
+        except TOOL_FAILURES as exc:
             result = from_exception(exc, entry, call_id)
     # 8. post-process
     if _parent is None:
@@ -379,7 +380,7 @@ async def _run_locked(
             return error_result(err, entry, call_id)
         except Stopped:
             return error_result(stop_error(running, entry, timeout), entry, call_id)
-        except Exception as exc:
+        except TOOL_FAILURES as exc:
             return from_exception(exc, entry, call_id)
     finally:
         if taken:
