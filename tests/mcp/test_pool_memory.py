@@ -75,6 +75,10 @@ class Remote:
             return types.CallToolResult(content=[*text, image])
         if params.name == "refuse":
             raise MCPError(-32050, "quota exceeded")
+        if params.name == "reject":
+            raise MCPError(types.INVALID_PARAMS, "text must be lowercase")
+        if params.name == "silent":
+            return types.CallToolResult(content=[], is_error=True)
         if params.name.startswith("hold"):
             self.holding.set()
             if [name for name, _ in self.calls].count(params.name) == 1:
@@ -346,12 +350,12 @@ async def test_cancelling_a_finished_pending_call_leaves_its_scope_alone() -> No
     before it does, and drops what comes later."""
     from toolweave.mcp._connection import PendingCall
 
-    finished = PendingCall()
+    finished = PendingCall("mcp__s__t", "t")
     finished.finish(("out", "text"))
     finished.cancel()
     assert not finished.scope.cancel_called
     assert finished.outcome == ("out", "text")
-    running = PendingCall()
+    running = PendingCall("mcp__s__t", "t")
     running.cancel()
     assert running.scope.cancel_called
     running.finish(("late", "late"))
@@ -383,7 +387,7 @@ async def test_a_call_in_flight_when_its_connection_drops(
     lost = results["hold"]
     assert lost.error is not None
     assert lost.error.kind == "unavailable", lost.text
-    assert "'mem'" in lost.text
+    assert lost.error.message.startswith("mcp__mem__hold: the MCP server 'mem' closed"), lost.text
     assert results["hold_again"].text == "hold_again:x"
     assert [name for name, _ in remote.calls] == ["hold", "hold_again", "hold_again"]
 
@@ -405,6 +409,7 @@ async def test_waiting_for_a_connecting_server_ends_inside_the_deadline(
         result = await session.call("mcp__mem__t", {"text": "2"})
         assert result.error is not None
         assert result.error.kind == "unavailable", result.text
+        assert result.error.message.startswith("mcp__mem__t is unavailable: the MCP server")
         assert "is connecting" in result.text
         assert [args["text"] for _, args in remote.calls] == ["1"]
 
@@ -426,11 +431,132 @@ async def test_non_finite_numbers_anywhere_in_structured_output_are_refused(
 
     text = [types.TextContent(type="text", text="t")]
     with pytest.raises(ToolError) as info:
-        result_from_mcp(types.CallToolResult(content=text, structured_content=bad), "t", "s")
+        result_from_mcp(
+            types.CallToolResult(content=text, structured_content=bad), "mcp__s__t", "t", "s"
+        )
     assert info.value.kind == "execution_error"
     assert "NaN or Infinity" in info.value.message
+    assert info.value.message.startswith("mcp__s__t on MCP server 's' returned")
     good = {"a": "x", "b": [{"c": [1, "y", 2.5, True, None]}], "d": {"e": -0.0}}
     output, shown = result_from_mcp(
-        types.CallToolResult(content=text, structured_content=good), "t", "s"
+        types.CallToolResult(content=text, structured_content=good), "mcp__s__t", "t", "s"
     )
     assert (output, shown) == (good, "t")
+
+
+async def test_errors_name_the_tool_by_its_client_name(
+    host_session: Callable[..., Session],
+) -> None:
+    """Every error of a remote call names the tool as the model knows it; the remote name
+    follows, labelled, only when the client name does not end with it."""
+    from toolweave import Context
+
+    names = {"refuse": "quota", "reject": "picky", "silent": "mute"}
+    remote = Remote([_tool(n) for n in ["refuse", "reject", "silent", "t"]])
+    session = host_session()
+    servers = {"mem": _config(remote, names=names), "plain": _config(remote)}
+    async with MCPPool(session, servers) as pool:
+
+        async def message(name: str) -> str:
+            result = await session.call(name, {"text": "x"})
+            assert result.error is not None, result.text
+            return result.error.message
+
+        assert await message("quota") == (
+            "quota (remote name 'refuse') failed on MCP server 'mem': quota exceeded"
+        )
+        assert await message("mcp__plain__refuse") == (
+            "mcp__plain__refuse failed on MCP server 'plain': quota exceeded"
+        )
+        assert await message("picky") == (
+            "picky (remote name 'reject'): the MCP server 'mem' rejected the arguments: "
+            "text must be lowercase"
+        )
+        assert await message("mute") == (
+            "mute (remote name 'silent') failed on MCP server 'mem' without a message"
+        )
+        streamed = [i async for i in session.stream("quota", {"text": "x"})]
+        assert isinstance(streamed[-1], CallResult)
+        assert streamed[-1].error is not None
+        assert streamed[-1].error.message.startswith("quota (remote name 'refuse') failed")
+        entry = session.external["mcp__mem__t"]
+        await pool.remove_server("mem")
+        assert entry.tool.open_stream is not None
+        with pytest.raises(ToolError) as info:
+            await entry.tool.open_stream(Context(session, entry, "c1"), {"text": "x"}).__anext__()
+        assert info.value.message.startswith(
+            "mcp__mem__t is unavailable: the MCP server 'mem' was removed"
+        )
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "message"),
+    [
+        (
+            types.REQUEST_TIMEOUT,
+            "timeout",
+            "now (remote name 'get_time') did not answer within 1500 ms (MCP server 'time') "
+            "and was cancelled; try a smaller request",
+        ),
+        (
+            types.CONNECTION_CLOSED,
+            "unavailable",
+            "now (remote name 'get_time'): the MCP server 'time' closed the connection during "
+            "the call; it may or may not have taken effect. Check before repeating it.",
+        ),
+        (
+            types.METHOD_NOT_FOUND,
+            "unimplemented",
+            "now is unusable: the MCP server 'time' does not serve tool calls",
+        ),
+    ],
+)
+def test_protocol_errors_name_the_client_name(code: int, kind: str, message: str) -> None:
+    """JSON-RPC errors of a call become typed errors naming the client name first."""
+    from toolweave.mcp._convert import error_from_mcp
+
+    error = error_from_mcp(MCPError(code, "boom"), "now", "get_time", "time", 1500)
+    assert (error.kind, error.message) == (kind, message)
+
+
+def test_connection_failures_name_the_client_name() -> None:
+    """A transport failure during a call (retryable) and a result the SDK cannot read
+    (not retryable) name the client name, with the remote name when it differs."""
+    from toolweave.mcp._connection import _call_failure
+
+    broken = _call_failure(anyio.BrokenResourceError(), "mcp__s__t", "t", "s")
+    assert (broken.transient, broken.error.kind) == (True, "unavailable")
+    assert broken.error.message == (
+        "mcp__s__t: the connection to MCP server 's' failed during the call: BrokenResourceError"
+    )
+    unreadable = _call_failure(ValueError("bad content"), "t2", "t", "s")
+    assert (unreadable.transient, unreadable.error.kind) == (False, "execution_error")
+    assert unreadable.error.message == (
+        "t2 (remote name 't') on MCP server 's' returned an unusable result: "
+        "ValueError: bad content"
+    )
+
+
+async def test_a_streamed_call_cut_by_a_reconnect_names_the_client_name(
+    host_session: Callable[..., Session],
+) -> None:
+    """A streamed call whose connection drops answers ``unavailable`` naming the tool by
+    its client name, and says the call may have taken effect."""
+    remote = Remote([_tool("hold")])
+    session = host_session()
+    items: list[Any] = []
+    async with MCPPool(session, {"mem": _config(remote, mode="legacy", timeout=5000)}) as pool:
+
+        async def stream() -> None:
+            items.extend([i async for i in session.stream("mcp__mem__hold", {"text": "x"})])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stream)
+            await remote.holding.wait()
+            pool.reconnect("mem")
+    result = items[-1]
+    assert isinstance(result, CallResult)
+    assert result.error is not None
+    assert result.error.kind == "unavailable", result.text
+    assert result.error.message.startswith("mcp__mem__hold: the "), result.text
+    assert "may or may not have taken effect" in result.error.message

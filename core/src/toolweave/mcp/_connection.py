@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.mcp._config import ServerConfig
 from toolweave.mcp._convert import error_from_mcp, result_from_mcp
+from toolweave.mcp._names import subject
 from toolweave.mcp._transport import open_target
 from toolweave.results import Progress
 
@@ -103,11 +104,17 @@ class PendingCall:
 
     The caller loops on :meth:`next_items` until :attr:`done`; the connection's call
     task writes. Either side may end first: writes after the end are dropped.
+
+    Args:
+        name: The tool's client name (what errors call it).
+        remote: The tool's name on the server (what is sent).
     """
 
-    __slots__ = ("_items", "_wake", "done", "outcome", "scope")
+    __slots__ = ("_items", "_wake", "done", "name", "outcome", "remote", "scope")
 
-    def __init__(self) -> None:
+    def __init__(self, name: str, remote: str) -> None:
+        self.name = name
+        self.remote = remote
         self._items: list[Progress] = []
         self._wake: anyio.Event | None = None  # while the reader waits
         self.scope = anyio.CancelScope()
@@ -354,18 +361,18 @@ class ServerConnection:
             finally:
                 self._calls = None
                 self.client = None
-                lost = self._lost_failure()
                 for pending in list(self._pending):  # streamed calls' readers stop waiting
-                    pending.finish(lost)
+                    pending.finish(self._lost_failure(pending.name, pending.remote))
                 self._pending.clear()
         raise _ConnectionLost("the connection was closed")
 
-    def _lost_failure(self, tool: str = "the call") -> Failure:
+    def _lost_failure(self, name: str, remote: str) -> Failure:
         return Failure(
             ToolError(
                 ErrorKind.UNAVAILABLE,
-                f"the connection to MCP server {self.id!r} was lost during {tool}; "
-                "the call may or may not have taken effect",
+                f"{subject(name, remote)}: the connection to MCP server {self.id!r} was lost "
+                "during the call; it may or may not have taken effect. Check before "
+                "repeating it.",
             ),
             transient=True,
         )
@@ -482,8 +489,9 @@ class ServerConnection:
             await self._online.wait()
         return self.online
 
-    def unavailable(self, tool: str) -> ToolError:
-        """The error for a call that cannot reach this server now, with a hint."""
+    def unavailable(self, name: str) -> ToolError:
+        """The error for a call to the tool of client name ``name`` that cannot reach this
+        server now, with a hint."""
         why = f" ({self.error})" if self.error else ""
         if self.state is ServerState.STOPPED:
             hint = "It was removed from the configuration; do not call its tools again."
@@ -497,22 +505,26 @@ class ServerConnection:
             hint = "It will not come back by itself; continue without this tool."
         return ToolError(
             ErrorKind.UNAVAILABLE,
-            f"{tool} is unavailable: the MCP server {self.id!r} is {self.state.value}{why}. {hint}",
+            f"{name} is unavailable: the MCP server {self.id!r} is {self.state.value}{why}. {hint}",
         )
 
-    def start_call(self, tool: str, arguments: dict[str, Any]) -> PendingCall | Failure:
-        """Send a call on the live connection; its items arrive on the returned handle."""
+    def start_call(
+        self, remote: str, arguments: dict[str, Any], name: str
+    ) -> PendingCall | Failure:
+        """Send a call of tool ``remote`` (client name ``name``) on the live connection;
+        its items arrive on the returned handle."""
         client, calls = self.client, self._calls
         if client is None or calls is None or self.state is not ServerState.ONLINE:
-            return Failure(self.unavailable(tool), transient=True, sent=False)
-        pending = PendingCall()
+            return Failure(self.unavailable(name), transient=True, sent=False)
+        pending = PendingCall(name, remote)
         self._pending.add(pending)
-        calls.start_soon(self._run_call, client, pending, tool, arguments)
+        calls.start_soon(self._run_call, client, pending, arguments)
         return pending
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        """Run a call on the live connection in the caller's task, without progress:
-        ``(output, text)``, or a :class:`Failure`.
+    async def call(self, remote: str, arguments: dict[str, Any], name: str) -> Any:
+        """Run a call of tool ``remote`` (client name ``name``, what errors say) on the
+        live connection in the caller's task, without progress: ``(output, text)``, or a
+        :class:`Failure`.
 
         The caller's deadline bounds it (a session call always has one); cancelling
         the caller cancels the request on the server. No cancel scope of its own: when
@@ -522,62 +534,66 @@ class ServerConnection:
         """
         client = self.client
         if client is None or self._calls is None or self.state is not ServerState.ONLINE:
-            return Failure(self.unavailable(tool), transient=True, sent=False)
+            return Failure(self.unavailable(name), transient=True, sent=False)
         try:
-            result = await client.call_tool(tool, arguments)
+            result = await client.call_tool(remote, arguments)
         except MCPError as exc:
             transient = exc.code == types.CONNECTION_CLOSED
-            return Failure(error_from_mcp(exc, tool, self.id, self.config.timeout_s), transient)
+            error = error_from_mcp(exc, name, remote, self.id, self.config.timeout)
+            return Failure(error, transient)
         except Exception as exc:
-            return _call_failure(exc, tool, self.id)
+            return _call_failure(exc, name, remote, self.id)
         try:
-            return result_from_mcp(result, tool, self.id)
+            return result_from_mcp(result, name, remote, self.id)
         except ToolError as err:
             return Failure(err, transient=False)
 
     async def _run_call(
-        self, client: Client, pending: PendingCall, tool: str, arguments: dict[str, Any]
+        self, client: Client, pending: PendingCall, arguments: dict[str, Any]
     ) -> None:
-        timeout = self.config.timeout_s
+        name, remote = pending.name, pending.remote
         try:
             with pending.scope:
                 try:
                     result = await client.call_tool(
-                        tool,
+                        remote,
                         arguments,
-                        read_timeout_seconds=timeout,
+                        read_timeout_seconds=self.config.timeout_s,
                         progress_callback=pending.progress,
                     )
                 except MCPError as exc:
                     transient = exc.code == types.CONNECTION_CLOSED
-                    pending.finish(Failure(error_from_mcp(exc, tool, self.id, timeout), transient))
+                    error = error_from_mcp(exc, name, remote, self.id, self.config.timeout)
+                    pending.finish(Failure(error, transient))
                     return
                 except Exception as exc:
-                    pending.finish(_call_failure(exc, tool, self.id))
+                    pending.finish(_call_failure(exc, name, remote, self.id))
                     return
                 try:
-                    pending.finish(result_from_mcp(result, tool, self.id))
+                    pending.finish(result_from_mcp(result, name, remote, self.id))
                 except ToolError as err:
                     pending.finish(Failure(err, transient=False))
         finally:
             self._pending.discard(pending)
             if not pending.done:
-                pending.finish(self._lost_failure(tool))
+                pending.finish(self._lost_failure(name, remote))
 
 
-def _call_failure(exc: Exception, tool: str, server: str) -> Failure:
+def _call_failure(exc: Exception, name: str, remote: str, server: str) -> Failure:
     if isinstance(exc, (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)):
         return Failure(
             ToolError(
                 ErrorKind.UNAVAILABLE,
-                f"the connection to MCP server {server!r} failed during {tool}: {describe(exc)}",
+                f"{subject(name, remote)}: the connection to MCP server {server!r} failed "
+                f"during the call: {describe(exc)}",
             ),
             transient=True,
         )
     return Failure(
         ToolError(
             ErrorKind.EXECUTION_ERROR,
-            f"{tool} on MCP server {server!r} returned an unusable result: {describe(exc)}",
+            f"{subject(name, remote)} on MCP server {server!r} returned an unusable result: "
+            f"{describe(exc)}",
         ),
         transient=False,
     )

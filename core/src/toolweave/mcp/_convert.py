@@ -10,6 +10,7 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from toolweave.errors import ErrorKind, ToolError
+from toolweave.mcp._names import subject
 from toolweave.results import CallResult
 
 __all__ = ["ERROR_KIND_META", "call_result_to_mcp", "error_from_mcp", "result_from_mcp"]
@@ -37,16 +38,16 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def _not_json(tool: str, server: str) -> ToolError:
+def _not_json(name: str, remote: str, server: str) -> ToolError:
     return ToolError(
         ErrorKind.EXECUTION_ERROR,
-        f"{tool} on MCP server {server!r} returned a number that JSON cannot hold (NaN or "
-        "Infinity) in its structured output; the result was refused",
+        f"{subject(name, remote)} on MCP server {server!r} returned a number that JSON cannot "
+        "hold (NaN or Infinity) in its structured output; the result was refused",
     )
 
 
 def _error_from_result(
-    result: types.CallToolResult, text: str, tool: str, server: str
+    result: types.CallToolResult, text: str, name: str, remote: str, server: str
 ) -> ToolError:
     """The error an ``isError`` result stands for: the kind toolweave's server put in
     ``_meta`` (its text then starts with ``"<kind>: "``), else ``execution_error``."""
@@ -54,14 +55,16 @@ def _error_from_result(
     if not isinstance(kind, str) or kind not in _KINDS:
         return ToolError(
             ErrorKind.EXECUTION_ERROR,
-            text or f"{tool} failed on MCP server {server!r} without a message",
+            text or f"{subject(name, remote)} failed on MCP server {server!r} without a message",
         )
     message = text.removeprefix(f"{kind}: ")
     structured = result.structured_content
     data = structured.get("data") if isinstance(structured, dict) else None
     if data is not None and not _finite(data):
         data = None
-    return ToolError(kind, message or f"{tool} failed on MCP server {server!r}", data)
+    return ToolError(
+        kind, message or f"{subject(name, remote)} failed on MCP server {server!r}", data
+    )
 
 
 def _block_text(block: Any) -> str:
@@ -79,8 +82,13 @@ def _block_text(block: Any) -> str:
     return f"[{getattr(block, 'type', 'content')}]"
 
 
-def result_from_mcp(result: types.CallToolResult, tool: str, server: str) -> tuple[Any, str]:
+def result_from_mcp(
+    result: types.CallToolResult, name: str, remote: str, server: str
+) -> tuple[Any, str]:
     """The ``(output, model text)`` of a remote call's result.
+
+    ``name`` is the tool's client name, ``remote`` its name on ``server``: errors name
+    the tool as the model knows it (see :func:`~toolweave.mcp._names.subject`).
 
     Structured content, when present, is the output; otherwise the output is the text
     (all-text results) or the content blocks as JSON (images, resources).
@@ -99,11 +107,11 @@ def result_from_mcp(result: types.CallToolResult, tool: str, server: str) -> tup
         text = "\n".join(_block_text(b) for b in content)
         only_text = all(isinstance(b, types.TextContent) for b in content)
     if result.is_error:
-        raise _error_from_result(result, text, tool, server)
+        raise _error_from_result(result, text, name, remote, server)
     structured = result.structured_content
     if structured is not None:
         if not _finite(structured):
-            raise _not_json(tool, server)
+            raise _not_json(name, remote, server)
         if not text:
             text = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
         return structured, text
@@ -111,33 +119,47 @@ def result_from_mcp(result: types.CallToolResult, tool: str, server: str) -> tup
         return text, text
     blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in content]
     if not _finite(blocks):
-        raise _not_json(tool, server)
+        raise _not_json(name, remote, server)
     return blocks, text
 
 
-def error_from_mcp(exc: MCPError, tool: str, server: str, timeout: float) -> ToolError:
-    """The tool error for a JSON-RPC error answer (or a transport failure) of a call."""
+def error_from_mcp(exc: MCPError, name: str, remote: str, server: str, timeout: float) -> ToolError:
+    """The tool error for a JSON-RPC error answer (or a transport failure) of a call.
+
+    Args:
+        exc: The SDK's error.
+        name: The tool's client name (what the model called).
+        remote: The tool's name on the server.
+        server: The server id.
+        timeout: The call's timeout in milliseconds (the server's ``timeout``).
+    """
     code = exc.code
     if code == types.REQUEST_TIMEOUT:
         return ToolError(
             ErrorKind.TIMEOUT,
-            f"{tool} did not answer within {timeout:g} s (MCP server {server!r}) and was "
-            "cancelled; try a smaller request",
+            f"{subject(name, remote)} did not answer within {timeout:g} ms (MCP server "
+            f"{server!r}) and was cancelled; try a smaller request",
         )
     if code == types.CONNECTION_CLOSED:
         return ToolError(
             ErrorKind.UNAVAILABLE,
-            f"the MCP server {server!r} closed the connection during {tool}; the call may or "
-            "may not have taken effect. Check before repeating it.",
+            f"{subject(name, remote)}: the MCP server {server!r} closed the connection during "
+            "the call; it may or may not have taken effect. Check before repeating it.",
         )
     if code == types.INVALID_PARAMS:
-        return ToolError(ErrorKind.INVALID_PARAMS, f"{tool} rejected the arguments: {exc.message}")
+        return ToolError(
+            ErrorKind.INVALID_PARAMS,
+            f"{subject(name, remote)}: the MCP server {server!r} rejected the arguments: "
+            f"{exc.message}",
+        )
     if code == types.METHOD_NOT_FOUND:
         return ToolError(
-            ErrorKind.UNIMPLEMENTED, f"the MCP server {server!r} does not serve tool calls"
+            ErrorKind.UNIMPLEMENTED,
+            f"{name} is unusable: the MCP server {server!r} does not serve tool calls",
         )
     return ToolError(
-        ErrorKind.EXECUTION_ERROR, f"{tool} failed on MCP server {server!r}: {exc.message}"
+        ErrorKind.EXECUTION_ERROR,
+        f"{subject(name, remote)} failed on MCP server {server!r}: {exc.message}",
     )
 
 

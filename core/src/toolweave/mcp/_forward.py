@@ -13,7 +13,7 @@ from toolweave.catalog._erasure import ErasedTool
 from toolweave.catalog._external import external_tool
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.mcp._connection import Failure, PendingCall, ServerState
-from toolweave.mcp._names import namespace_for
+from toolweave.mcp._names import namespace_for, subject
 
 if TYPE_CHECKING:
     from toolweave.mcp._connection import ServerConnection
@@ -56,20 +56,28 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
     read_only = _read_only(tool, config.permission)
     retry_safe = _idempotent(tool, read_only)
 
-    def connection() -> ServerConnection:
+    def shown(ctx: Any) -> str:
+        """The client name the call came under: what its errors call the tool."""
+        entry = getattr(ctx, "entry", None)
+        if entry is not None:
+            return str(entry.name)
+        record = pool._records.get(server_id, {}).get(remote)
+        return remote if record is None else record.name
+
+    def connection(name: str) -> ServerConnection:
         current = pool._connections.get(server_id)
         if current is None:
             raise ToolError(
                 ErrorKind.UNAVAILABLE,
-                f"{remote} is unavailable: the MCP server {server_id!r} was removed from "
+                f"{name} is unavailable: the MCP server {server_id!r} was removed from "
                 "the configuration; do not call its tools again.",
             )
         return current
 
-    async def ready(attempts: int, deadline: float) -> ServerConnection:
+    async def ready(name: str, attempts: int, deadline: float) -> ServerConnection:
         """The live connection, once it is online when it is connecting or this is a
         retry (an offline server answers at once)."""
-        current = connection()
+        current = connection(name)
         if current.state is ServerState.CONNECTING or attempts:
             await current.wait_online(deadline - anyio.current_time())
         return current
@@ -89,12 +97,13 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
     # ends as ``unavailable`` (with a hint) rather than as ``timeout``.
     share = config.timeout_s * 0.8
 
-    async def forward(_ctx: Any, arguments: dict[str, Any]) -> AsyncIterator[Any]:
+    async def forward(ctx: Any, arguments: dict[str, Any]) -> AsyncIterator[Any]:
+        name = shown(ctx)
         deadline = anyio.current_time() + share
         attempts = 0
         while True:
-            current = await ready(attempts, deadline)
-            started = current.start_call(remote, arguments)
+            current = await ready(name, attempts, deadline)
+            started = current.start_call(remote, arguments, name)
             outcome: Any = None
             if isinstance(started, PendingCall):
                 try:
@@ -110,7 +119,8 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
                 if outcome is None:
                     raise ToolError(
                         ErrorKind.EXECUTION_ERROR,
-                        f"{remote} on MCP server {server_id!r} ended without a result",
+                        f"{subject(name, remote)} on MCP server {server_id!r} ended "
+                        "without a result",
                     )
                 yield outcome
                 return
@@ -121,11 +131,12 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
         """The deadline of a call that started at ``started`` (``time.monotonic()``)."""
         return anyio.current_time() + share - (time.monotonic() - started)
 
-    async def call(_ctx: Any, arguments: dict[str, Any]) -> Any:
+    async def call(ctx: Any, arguments: dict[str, Any]) -> Any:
         # A blocking call nobody reads progress of: awaited in the caller's task. The
         # first attempt on a live connection goes straight out; the deadline is worked
         # out (from the call's start) only once there is something to wait for.
         started = time.monotonic()
+        name = shown(ctx)
         deadline: float | None = None
         attempts = 0
         while True:
@@ -133,8 +144,8 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
             if attempts or current is None or current.state is not ServerState.ONLINE:
                 if deadline is None:
                     deadline = budget(started)
-                current = await ready(attempts, deadline)
-            outcome = await current.call(remote, arguments)
+                current = await ready(name, attempts, deadline)
+            outcome = await current.call(remote, arguments, name)
             if not isinstance(outcome, Failure):
                 return outcome
             if deadline is None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["DEFAULT_PREFIX", "MAX_NAME", "client_name", "fit", "namespace_for", "sanitize"]
+__all__ = [
+    "DEFAULT_PREFIX",
+    "MAX_NAME",
+    "client_name",
+    "fit",
+    "namespace_for",
+    "sanitize",
+    "subject",
+]
 
 DEFAULT_PREFIX = "mcp__"
 """Prefix of remote tools' client names when neither the pool nor the tool set sets one."""
@@ -37,3 +45,12 @@ def client_name(prefix: str, server_id: str, tool: str, limit: int = MAX_NAME) -
 def namespace_for(server_id: str) -> str:
     """The namespace of a server's tools (``mcp_<server>``)."""
     return f"mcp_{sanitize(server_id)}"
+
+
+def subject(name: str, remote: str) -> str:
+    """How an error message names a remote tool: by ``name``, the client name the model
+    calls it by, followed by its name on the server, labelled, when ``name`` does not end
+    with it (a name from a server's ``names`` map, a sanitized or shortened name)."""
+    if name == remote or name.endswith(f"__{remote}"):
+        return name
+    return f"{name} (remote name {remote!r})"
