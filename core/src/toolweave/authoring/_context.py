@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
 from pydantic import BaseModel
 
+from toolweave.authoring._tool import Kind
 from toolweave.errors import MissingResourceError, UsageError
 
 if TYPE_CHECKING:
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["Context"]
 
 T = TypeVar("T")
+_TOOL_ID = re.compile(r"[\w.-]+(?::[\w.-]+)?")
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -60,6 +63,19 @@ class Context:
 
     One is created per call; tools should not keep it after the call returns. In a
     session with call hooks it is the call's :class:`~toolweave.HookCall`.
+
+    A configuration may rename tools and their parameters, so a tool never writes a
+    name the model sees from its own code: every message (an error, a note in the
+    output) asks the context for it. :meth:`param_name` gives the client name of one of
+    the tool's own parameters, :meth:`tool_name` that of a tool in the session's set
+    (this one, the one of a kind, or the one with an id), or ``None`` when the set has
+    none, so the message can say something else::
+
+        raise ToolError(
+            ErrorKind.NOT_FOUND,
+            f"`{ctx.param_name('old_string')}` was not found; read the file again "
+            f"with {ctx.tool_name(Kind.READ) or 'the file reader'}.",
+        )
 
     Attributes:
         session: The session the call belongs to.
@@ -146,6 +162,50 @@ class Context:
         if entry is not None and entry.tool.params_type is key:
             return key()
         raise MissingResourceError(key)
+
+    # -- names as the model sees them ---------------------------------------------------
+
+    def param_name(self, name: str) -> str:
+        """The client-visible name of this tool's parameter ``name`` (its canonical
+        name, as the ``Args`` model spells it): what the configuration renamed it to
+        (``rename = { offset = "start_line" }`` gives ``"start_line"``), else ``name``.
+        """
+        entry = self.entry
+        to_client = entry.to_client if entry is not None else None
+        return name if to_client is None else to_client.get(name, name)
+
+    def tool_name(self, kind: Kind | str | None = None, *, id: str | None = None) -> str | None:
+        """The client-visible name of a tool of the session's set.
+
+        Without arguments, this tool's own name. With ``kind``, the first configured tool
+        of that kind; with ``id`` (``"bash"`` or ``"shell:bash"``), the configured tool
+        with that id: the same tools that ``{tool:<kind>}`` and ``{name:<id>}`` name in
+        descriptions.
+
+        Returns:
+            The name, or ``None`` when the set has no such tool (say something else
+            then, such as "the file reader").
+
+        Raises:
+            UsageError: Both ``kind`` and ``id`` are given, ``kind`` is not a
+                :class:`~toolweave.Kind`, or ``id`` is not a tool id.
+        """
+        if kind is None and id is None:
+            entry = self.entry
+            return entry.name if entry is not None else None
+        if kind is not None and id is not None:
+            raise UsageError("tool_name takes a kind or an id, not both")
+        if kind is not None:
+            try:
+                placeholder = f"{{tool:{Kind(kind).value}|}}"
+            except ValueError:
+                raise UsageError(f"tool_name: {kind!r} is not a tool kind") from None
+        elif id is not None and _TOOL_ID.fullmatch(id):
+            placeholder = f"{{name:{id}|}}"
+        else:
+            raise UsageError(f"tool_name: {id!r} is not a tool id")
+        # The set's template renderer answers, so messages name what descriptions name.
+        return self.session.render_prompt(placeholder) or None
 
     # -- runtime state ----------------------------------------------------------------
 

@@ -68,14 +68,15 @@ class Delete(Tool[DeleteArgs, DeleteOutput]):
                 elif args.recursive:
                     remove_tree(where, name)
                 else:
-                    _remove_empty(where, name, shown)
+                    _remove_empty(where, name, shown, ctx.param_name("recursive"))
             except OSError as exc:
                 raise os_error(exc, shown) from None
         return DeleteOutput(path=shown, type=kind)
 
 
-def _remove_empty(where: int, name: str, shown: str) -> None:
-    """Remove the directory ``name`` of ``where``, refusing one that is not empty."""
+def _remove_empty(where: int, name: str, shown: str, recursive: str) -> None:
+    """Remove the directory ``name`` of ``where``, refusing one that is not empty
+    (``recursive`` is what the model calls that parameter)."""
     try:
         os.rmdir(name, dir_fd=where)
     except OSError as exc:
@@ -83,6 +84,6 @@ def _remove_empty(where: int, name: str, shown: str) -> None:
             raise
         raise ToolError(
             ErrorKind.INVALID_PARAMS,
-            f"`{shown}` is a directory that is not empty; set `recursive` "
+            f"`{shown}` is a directory that is not empty; set `{recursive}` "
             "to true to delete it with everything in it",
         ) from None

@@ -17,6 +17,7 @@ from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 from toolweave.resources import Location
 
 from toolweave_fs._filesystem import FileSystem, encode, filesystem, os_error, read_text
+from toolweave_fs._names import with_tool
 
 __all__ = ["EditFile", "EditFileArgs", "EditFileOutput"]
 
@@ -80,24 +81,27 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
 
     def run(self, ctx: Context, args: EditFileArgs) -> EditFileOutput:
         """Apply the replacement and write the file back."""
+        old_name = ctx.param_name("old_string")
         if args.old_string == args.new_string:
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
-                "`old_string` and `new_string` are the same; nothing would change",
+                f"`{old_name}` and `{ctx.param_name('new_string')}` are the same; "
+                "nothing would change",
             )
         fs = filesystem(ctx.resources)
         with fs.open(args.path) as entry:
             assert entry.fd is not None
             shown = fs.spell(entry.relative)
             text = read_text(entry.fd, shown)
-            return self._edit(fs, entry, shown, text, args)
+            return self._edit(ctx, fs, entry, shown, text, args)
 
     @staticmethod
     def _edit(
-        fs: FileSystem, entry: Location, shown: str, text: str, args: EditFileArgs
+        ctx: Context, fs: FileSystem, entry: Location, shown: str, text: str, args: EditFileArgs
     ) -> EditFileOutput:
         """Replace in ``text`` (the content of ``entry``) and write it back there."""
         old, new = args.old_string, args.new_string
+        old_name = ctx.param_name("old_string")
         count = text.count(old)
         if count == 0 and "\r\n" in text and "\n" in old:
             # The model wrote \n line ends; the file uses \r\n.
@@ -106,21 +110,21 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
         if count == 0:
             raise ToolError(
                 ErrorKind.NOT_FOUND,
-                f"`old_string` was not found in `{shown}`. It must match the file exactly, "
-                "including whitespace and indentation; read the file again and copy the "
-                "text to replace.",
+                f"`{old_name}` was not found in `{shown}`. It must match the file exactly, "
+                "including whitespace and indentation; read the file again"
+                f"{with_tool(ctx, Kind.READ)} and copy the text to replace.",
             )
         if count > 1 and not args.replace_all:
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
-                f"`old_string` occurs {count} times in `{shown}`. Include more surrounding "
-                "lines to make it unique, or set `replace_all` to true to replace every "
-                "occurrence.",
+                f"`{old_name}` occurs {count} times in `{shown}`. Include more surrounding "
+                f"lines to make it unique, or set `{ctx.param_name('replace_all')}` to true "
+                "to replace every occurrence.",
             )
         first = text.index(old)
         updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
         try:
-            fs.write_atomic(entry, encode(updated, "new_string"))
+            fs.write_atomic(entry, encode(updated, ctx.param_name("new_string")))
         except OSError as exc:
             raise os_error(exc, shown) from None
         return EditFileOutput(

@@ -6,10 +6,11 @@ import os
 import stat
 from fnmatch import fnmatchcase
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
 from toolweave_fs._filesystem import EntryType, entry_type, filesystem, os_error
+from toolweave_fs._names import with_tool
 
 __all__ = ["DirEntry", "ListDir", "ListDirArgs", "ListDirOutput", "ListDirParams"]
 
@@ -74,6 +75,8 @@ class ListDirOutput(ToolOutput):
     """The entries, depth first, each directory's entries sorted by name."""
     truncated: bool
     """``True`` when the listing stopped at the configured maximum."""
+    _depth_name: str = PrivateAttr("depth")
+    """What the model calls the ``depth`` parameter (a configuration may rename it)."""
 
     def to_model(self) -> str:
         """One entry per line: directories end in ``/``, symbolic links in ``@``."""
@@ -84,7 +87,7 @@ class ListDirOutput(ToolOutput):
         if self.truncated:
             text += (
                 f"\n[Listing stopped at {len(self.entries)} entries. List a subdirectory or "
-                "use a smaller depth to see the rest.]"
+                f"give a smaller `{self._depth_name}` to see the rest.]"
             )
         return text
 
@@ -118,7 +121,9 @@ class ListDir(Tool[ListDirArgs, ListDirOutput]):
                 raise os_error(exc, shown) from None
             if not is_dir:
                 raise ToolError(
-                    ErrorKind.INVALID_PARAMS, f"`{shown}` is a file; read it instead of listing"
+                    ErrorKind.INVALID_PARAMS,
+                    f"`{shown}` is a file; read it{with_tool(ctx, Kind.READ)} "
+                    "instead of listing it",
                 )
             base = "" if entry.is_root else entry.relative + "/"
             walker = _Walker([*params.ignore, *args.ignore], params.max_entries)
@@ -126,7 +131,9 @@ class ListDir(Tool[ListDirArgs, ListDirOutput]):
                 walker.walk(entry.fd, base, "", args.depth)
             except OSError as exc:
                 raise os_error(exc, shown) from None
-        return ListDirOutput(path=shown, entries=walker.entries, truncated=walker.truncated)
+        output = ListDirOutput(path=shown, entries=walker.entries, truncated=walker.truncated)
+        output._depth_name = ctx.param_name("depth")
+        return output
 
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -81,7 +81,9 @@ class Move(Tool[MoveArgs, MoveOutput]):
                     )
             with fs.entry(args.destination, follow_final_link=False, create_parents=True) as dst:
                 dst_shown = fs.spell(dst.relative)
-                replaced = _move(src, dst, kind, src_shown, dst_shown, overwrite=args.overwrite)
+                replaced = _move(
+                    src, dst, kind, src_shown, dst_shown, overwrite=args.overwrite, ctx=ctx
+                )
         return MoveOutput(source=src_shown, destination=dst_shown, type=kind, replaced=replaced)
 
 
@@ -93,6 +95,7 @@ def _move(
     dst_shown: str,
     *,
     overwrite: bool,
+    ctx: Context,
 ) -> bool:
     """Rename ``src`` to ``dst``, both relative to their directories' descriptors;
     returns whether a file at ``dst`` was replaced."""
@@ -119,7 +122,8 @@ def _move(
             if not overwrite:
                 raise ToolError(
                     ErrorKind.INVALID_PARAMS,
-                    f"`{dst_shown}` already exists; set `overwrite` to true to replace it",
+                    f"`{dst_shown}` already exists; set `{ctx.param_name('overwrite')}` to "
+                    "true to replace it",
                 )
             replaced = True
             if kind == "directory":

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from itertools import accumulate
 from typing import BinaryIO
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
 from toolweave_fs._filesystem import filesystem, os_error
+from toolweave_fs._names import with_tool
 
 __all__ = ["ReadFile", "ReadFileArgs", "ReadFileOutput", "ReadFileParams"]
 
@@ -75,6 +76,8 @@ class ReadFileOutput(ToolOutput):
     """``True`` when lines after :attr:`end_line` were left out (limit or size cap)."""
     next_offset: int | None = None
     """The ``offset`` that reads on after this window, when :attr:`truncated`."""
+    _offset_name: str = PrivateAttr("offset")
+    """What the model calls the ``offset`` parameter (a configuration may rename it)."""
 
     def to_model(self) -> str:
         """The lines numbered like ``cat -n``, with a note when the output was cut."""
@@ -83,7 +86,7 @@ class ReadFileOutput(ToolOutput):
         if self.end_line == 0:
             return (
                 f"(`{self.path}` has {self.total_lines} lines; "
-                f"offset {self.offset} is past the end)"
+                f"{self._offset_name} {self.offset} is past the end)"
             )
         count = self.end_line - self.start_line + 1
         numbered = _numbered(self.start_line, self.content.split("\n", count - 1))
@@ -91,7 +94,7 @@ class ReadFileOutput(ToolOutput):
             return numbered
         return (
             f"{numbered}\n[Showing lines {self.start_line}-{self.end_line} of "
-            f"{self.total_lines}. Read on with offset={self.end_line}.]"
+            f"{self.total_lines}. Read on with {self._offset_name}={self.end_line}.]"
         )
 
 
@@ -118,17 +121,22 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
         params = ctx.params(ReadFileParams)
         with fs.open(args.path) as entry:
             assert entry.fd is not None
-            return _read(entry.fd, fs.spell(entry.relative), args, params)
+            output = _read(ctx, entry.fd, fs.spell(entry.relative), args, params)
+        output._offset_name = ctx.param_name("offset")
+        return output
 
 
-def _read(fd: int, shown: str, args: ReadFileArgs, params: ReadFileParams) -> ReadFileOutput:
+def _read(
+    ctx: Context, fd: int, shown: str, args: ReadFileArgs, params: ReadFileParams
+) -> ReadFileOutput:
     """The requested window of the file open as ``fd``."""
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
-                f"`{shown}` is a directory; list it instead of reading it",
+                f"`{shown}` is a directory; list it"
+                f"{with_tool(ctx, Kind.LIST_DIR)} instead of reading it",
             )
         if not stat.S_ISREG(info.st_mode):
             raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is not a regular file")
@@ -139,7 +147,7 @@ def _read(fd: int, shown: str, args: ReadFileArgs, params: ReadFileParams) -> Re
                 raise ToolError(
                     ErrorKind.INVALID_PARAMS,
                     f"`{shown}` is a binary file (or not UTF-8 text); "
-                    "read_file only reads text files",
+                    f"{ctx.tool_name() or 'this tool'} only reads text files",
                 )
             if whole and len(head) <= _WHOLE_FILE_BYTES:
                 return _window_in_memory(head, shown, args, params)

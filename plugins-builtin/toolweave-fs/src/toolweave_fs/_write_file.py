@@ -52,7 +52,7 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
     def run(self, ctx: Context, args: WriteFileArgs) -> WriteFileOutput:
         """Write the content and report the size."""
         fs = filesystem(ctx.resources)
-        data = encode(args.content, "content")
+        data = encode(args.content, ctx.param_name("content"))
         with fs.entry(args.path, create_parents=True) as entry:
             shown = fs.spell(entry.relative)
             try:
