@@ -9,6 +9,7 @@ import os
 import pty
 import select
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -154,3 +155,92 @@ def test_progress_is_not_repeated_into_one_file(tmp_path: Path) -> None:
         )
     assert proc.returncode == 0
     assert log.read_text().splitlines() == ["one", "two"]
+
+
+# -- 2. Ctrl-C stops `serve` on stdio -----------------------------------------------------
+
+
+def _read_until(fd: int, word: bytes, seconds: float = 60) -> bytes:
+    """What ``fd`` gives until ``word`` shows up (fails after ``seconds``)."""
+    seen = b""
+    deadline = time.monotonic() + seconds
+    while word not in seen:
+        assert time.monotonic() < deadline, f"no {word!r} within {seconds} s: {seen!r}"
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            chunk = os.read(fd, 65536)
+            assert chunk, f"closed before {word!r}: {seen!r}"
+            seen += chunk
+    return seen
+
+
+def _read_to_end(fd: int) -> bytes:
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the terminal's other side is closed
+            return seen
+        if not chunk:
+            return seen
+        seen += chunk
+
+
+@posix_only
+@needs_fs
+@pytest.mark.slow
+def test_ctrl_c_stops_serve_on_a_terminal(tmp_path: Path) -> None:
+    """`toolweave serve` with a terminal as its input says how to stop it, and Ctrl-C
+    (SIGINT) stops it with exit 0 and no traceback (the SDK's reader thread is blocked
+    on that terminal)."""
+    main, side = pty.openpty()
+    proc = subprocess.Popen(
+        [console_script(), "serve", "-p", "fs"],
+        cwd=tmp_path,
+        stdin=side,
+        stdout=side,
+        stderr=side,
+        env=clean_env(TERM="xterm-256color"),
+        start_new_session=True,
+    )
+    os.close(side)
+    try:
+        shown = _read_until(main, b"Ctrl-D stops it")
+        assert b"standard input is a terminal" in shown
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        shown += _read_to_end(main)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(main)
+    assert b"Traceback" not in shown
+    assert b"stopping (Ctrl-C)" in shown
+
+
+@posix_only
+@needs_fs
+@pytest.mark.slow
+def test_ctrl_c_stops_serve_on_pipes(tmp_path: Path) -> None:
+    """Started by a client (pipes), `toolweave serve` also stops on SIGINT with exit 0."""
+    proc = subprocess.Popen(
+        [console_script(), "serve", "-p", "fs"],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
+    try:
+        assert proc.stderr is not None
+        assert b"serving" in _read_until(proc.stderr.fileno(), b"on stdio")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert b"Traceback" not in err
+    assert b"terminal" not in err  # no hint for a client's pipes

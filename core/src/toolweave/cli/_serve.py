@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import anyio
 import typer
+from anyio.abc import TaskStatus
 
 from toolweave.cli._common import (
     ConfigOpt,
@@ -79,7 +84,8 @@ def serve(
     followed.
 
     Over stdio nothing but the protocol is written to standard output; messages go to
-    standard error. Stop it by closing its input (stdio) or with Ctrl-C (HTTP).
+    standard error. Ctrl-C stops it (exit 0), over stdio and HTTP alike; over stdio so
+    does the end of its input (the client closing the pipe, or Ctrl-D on a terminal).
 
     With --center (or $TOOLWEAVE_CENTER) the served session is under the registry
     center as --role: a tool the operators disable leaves the listing within a second
@@ -107,6 +113,8 @@ def serve(
     def ready(url: str) -> None:
         err.print(f"serving {count()} tools over MCP at [bold]{url}[/] (Ctrl-C stops)")
 
+    terminal = _TerminalInput.take() if address is None else None
+
     async def main() -> None:
         async with (
             mcp_pool(session, server_file, registry, watch=True),
@@ -114,7 +122,15 @@ def serve(
         ):
             tg.start_soon(watch_plugins, loaded)
             if address is None:
+                stopper = terminal.close if terminal is not None else tg.cancel_scope.cancel
+                await tg.start(_stop_on_interrupt, stopper)
                 err.print(f"serving {count()} tools over MCP on stdio")
+                if terminal is not None:
+                    err.print(
+                        "[dim]hint: standard input is a terminal; an MCP client starts this "
+                        "command itself and talks to it over a pipe. Ctrl-C or Ctrl-D stops it.[/]"
+                    )
+                    tg.start_soon(terminal.feed)
                 await serve_stdio(session, name=name, telemetry=otel or None)
             else:
                 await serve_http(
@@ -128,11 +144,83 @@ def serve(
             anyio.run(main)
         except BaseException as exc:
             leaf = _leaf(exc)  # the task group wraps what the server raised
-            if not (isinstance(leaf, KeyboardInterrupt) and address is not None):
+            if not isinstance(leaf, KeyboardInterrupt):
                 raise leaf from None
         finally:
+            if terminal is not None:
+                terminal.restore()
             if loaded is not None:
                 loaded.close()
+
+
+async def _stop_on_interrupt(
+    stop: Callable[[], object], *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    """Call ``stop`` on the first Ctrl-C (SIGINT): the stdio server then ends as when its
+    client goes away, and the command exits with 0."""
+    if sys.platform == "win32":  # pragma: no cover - no signal receivers there
+        task_status.started()
+        return
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        task_status.started()
+        async for _ in signals:
+            err.print("[dim]stopping (Ctrl-C)[/]")
+            stop()
+            return
+
+
+class _TerminalInput:
+    """Standard input that is a terminal, handed to the server through a pipe.
+
+    The MCP SDK reads a terminal in a worker thread that nothing can interrupt, so
+    Ctrl-C could not stop the server. Here file descriptor 0 becomes the read end of a
+    pipe that :meth:`feed` fills with what is typed; closing its write end (Ctrl-C, or
+    Ctrl-D typed on the terminal) ends the server as a client closing the pipe does.
+    """
+
+    def __init__(self, tty: int, write_end: int) -> None:
+        self.tty = tty
+        self.write_end: int | None = write_end
+
+    @classmethod
+    def take(cls) -> _TerminalInput | None:
+        """Put a pipe in place of standard input when it is a terminal (else ``None``)."""
+        if sys.platform == "win32":  # pragma: no cover - POSIX descriptors only
+            return None
+        try:
+            if not os.isatty(0):
+                return None
+        except OSError:
+            return None
+        tty = os.dup(0)
+        read_end, write_end = os.pipe()
+        os.dup2(read_end, 0)
+        os.close(read_end)
+        return cls(tty, write_end)
+
+    async def feed(self) -> None:
+        """Copy what is typed into the pipe until end of input (Ctrl-D) or :meth:`close`."""
+        try:
+            while self.write_end is not None:
+                await anyio.wait_readable(self.tty)
+                data = os.read(self.tty, 65536)
+                if not data or self.write_end is None:
+                    break
+                os.write(self.write_end, data)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the pipe's write end: the server reads the end of its input."""
+        if self.write_end is not None:
+            os.close(self.write_end)
+            self.write_end = None
+
+    def restore(self) -> None:
+        """Give standard input back to the terminal."""
+        self.close()
+        os.dup2(self.tty, 0)
+        os.close(self.tty)
 
 
 def _leaf(exc: BaseException) -> BaseException:
