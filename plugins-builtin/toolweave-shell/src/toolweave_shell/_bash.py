@@ -22,6 +22,7 @@ from toolweave import (
 )
 
 from toolweave_shell._env import command_environment
+from toolweave_shell._names import task_actions
 from toolweave_shell._notify import EXECUTION_NOTIFICATIONS, notify_end
 from toolweave_shell._output import PROGRESS_MAX_CHARS, CappedText, LineBatcher, cap_text
 from toolweave_shell._tasks import ShellTasks, start_background
@@ -229,7 +230,8 @@ class Bash(Tool[BashArgs, BashOutput]):
                 raise ToolError(
                     ErrorKind.INVALID_PARAMS,
                     "Background commands are turned off in this session; run the command "
-                    "without is_background (with a timeout if it takes long).",
+                    f"without `{ctx.param_name('is_background')}` (with a "
+                    f"`{ctx.param_name('timeout')}` if it takes long).",
                 )
             record = await start_background(
                 ctx, terminal, args.command, args.description, env, ctx.state(ShellTasks)
@@ -238,8 +240,7 @@ class Bash(Tool[BashArgs, BashOutput]):
                 task_id=record.id,
                 note=(
                     f"Started background task {record.id} (pid {record.pid}). It keeps "
-                    "running after this call; read its new output, wait for it or stop it "
-                    "with the background task tools, using this task id."
+                    f"running after this call{task_actions(ctx)}."
                 ),
             )
             return
@@ -313,15 +314,11 @@ async def _follow(
                 await process.aclose()
     code = process.returncode
     note = None
-    if leftovers:
+    if leftovers or strays:
+        what = "that kept its output open" if leftovers else "after it ended"
         note = (
-            "the command left processes running that kept its output open; they were "
-            "stopped (use is_background for servers and watchers)"
-        )
-    elif strays:
-        note = (
-            "the command left processes running after it ended; they were stopped "
-            "(use is_background for servers and watchers)"
+            f"the command left processes running {what}; they were stopped (use "
+            f"`{ctx.param_name('is_background')}` for servers and watchers)"
         )
     notify_end(
         ctx,
@@ -342,10 +339,11 @@ async def _follow(
 def _timed_out(ctx: Context, limit_ms: int, output: str) -> ToolError:
     """The ``timeout`` error of a command that ran out of time, ending with the last
     ``TIMEOUT_TAIL_CHARS`` of its output (what the model needs to see where it hung)."""
-    name = ctx.entry.name if ctx.entry is not None else "bash"
+    name = ctx.tool_name() or "bash"
     message = (
         f"{name} timed out after {limit_ms / 1000:g} s: the command and the processes it "
-        "started were stopped; run long commands in the background or give a longer timeout."
+        "started were stopped; run long commands in the background or give a longer "
+        f"`{ctx.param_name('timeout')}`."
     )
     tail = output.rstrip("\n")
     if not tail.strip():

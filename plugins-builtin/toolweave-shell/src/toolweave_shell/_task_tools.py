@@ -14,10 +14,11 @@ import os
 from typing import Literal
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 from toolweave import Capabilities, Context, Kind, Tool, ToolOutput
 
 from toolweave_shell._bash import describe_exit, terminal_of
+from toolweave_shell._names import TASK_OUTPUT
 from toolweave_shell._tasks import BackgroundTasks, ShellTasks, TaskRecord, owner_of, tasks_of
 
 __all__ = [
@@ -256,12 +257,15 @@ class WaitTasksResult(ToolOutput):
     timed_out: bool = False
     """Whether the wait ended by timeout."""
 
+    _reader: str | None = PrivateAttr(None)
+    """The client name of ``task_output`` in the session, if it has the tool."""
+
     def to_model(self) -> str:
         """One line per task."""
         head = "Stopped waiting (timeout)." if self.timed_out else "Done waiting."
         lines = [head, *(t.line() for t in self.tasks)]
-        if any(t.unread_bytes for t in self.tasks):
-            lines.append("Read unread output with the task output tool.")
+        if self._reader is not None and any(t.unread_bytes for t in self.tasks):
+            lines.append(f"Read unread output with {self._reader}.")
         return "\n".join(lines)
 
 
@@ -296,7 +300,9 @@ that with the task output tool. Do not wait on servers or watchers: they never e
             _clamp_wait(ctx, args.timeout),
             any_=args.wait_for == "any",
         )
-        return WaitTasksResult(tasks=[_summary(r) for r in records], timed_out=not done)
+        result = WaitTasksResult(tasks=[_summary(r) for r in records], timed_out=not done)
+        result._reader = ctx.tool_name(id=TASK_OUTPUT)
+        return result
 
 
 # -- kill_task ---------------------------------------------------------------------------
