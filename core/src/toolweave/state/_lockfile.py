@@ -9,6 +9,7 @@ descriptor of the database file would drop the locks SQLite holds on it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 __all__ = ["exclusive"]
 
 _POLL = 0.005
+_NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 
 
 def _try_lock(fd: int) -> bool:
@@ -55,10 +57,25 @@ def _unlock(fd: int) -> None:
 def exclusive(path: Path, timeout: float) -> Iterator[None]:
     """Hold the lock of ``path`` (created when missing) for the ``with`` block.
 
+    A lock file this process may not write is locked through a read-only descriptor;
+    where it may neither create nor read one (a read-only folder), no lock is taken:
+    such a process cannot create, migrate or move aside the database either.
+
     Raises:
         TimeoutError: Another process held it for ``timeout`` seconds.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno not in _NOT_WRITABLE:
+            raise
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as again:
+            if again.errno not in {*_NOT_WRITABLE, errno.ENOENT}:
+                raise
+            yield
+            return
     try:
         deadline = time.monotonic() + timeout
         while not _try_lock(fd):

@@ -28,6 +28,8 @@ APPLICATION_ID = 0x54574541
 """Marks the file as a toolweave state store (``PRAGMA application_id``, "TWEA")."""
 
 _DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+_READ_ONLY_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN})
+"""What opening a file this process may only read gives (WAL needs its ``-shm`` file)."""
 
 _TABLE = """
 CREATE TABLE {name} (
@@ -71,6 +73,14 @@ def _is_damage(exc: BaseException) -> bool:
     return type(exc) is sqlite3.DatabaseError
 
 
+def _is_read_only(exc: BaseException) -> bool:
+    """Whether ``exc`` means the file (or its folder) may not be written."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.OperationalError) and (
+        code is not None and (code & 0xFF) in _READ_ONLY_CODES
+    )
+
+
 def _close_quietly(holder: list[sqlite3.Connection | None]) -> None:
     conn = holder[0]
     holder[0] = None
@@ -111,8 +121,12 @@ class SQLiteStateStore:
     its ``-wal``/``-shm`` files) with a warning in the ``toolweave`` log, and the store
     starts empty; the host never crashes on it. A file of ours that a newer toolweave
     wrote is left alone and not opened (an error is raised; a session then keeps its
-    state in memory). Errors that are not about the file's content (a read-only folder,
-    a lock held too long) are raised.
+    state in memory). Errors that are not about the file's content (a lock held too
+    long, a full disk) are raised.
+
+    A store this process may only read (its file or folder read-only) is opened
+    read-only, as it is when opened: it is read, and each save first tries to open it
+    for writing again, failing (the session keeps the state in memory) while it cannot.
 
     A missing file is created by the first save, not before: reading a store that
     holds nothing yet (a session's first calls in a new workspace) creates nothing.
@@ -131,6 +145,8 @@ class SQLiteStateStore:
         self._writes = 0
         """Saves through this store (``PRAGMA data_version`` does not count them)."""
         self._closed = False
+        self._read_only = False
+        """The connection is read-only (the file may not be written)."""
         self._finalizer = weakref.finalize(self, _close_quietly, self._holder)
         if self.path.exists():
             with exclusive(self._lock_path, busy_timeout):
@@ -188,10 +204,38 @@ class SQLiteStateStore:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("SELECT version FROM state LIMIT 1").fetchall()
             stat = os.stat(self.path)
+        except Exception as exc:
+            conn.close()
+            if not _is_read_only(exc) or not self.path.exists():
+                raise
+            return self._connect_read_only()
         except BaseException:
             conn.close()
             raise
         self._identity = (stat.st_dev, stat.st_ino)
+        self._read_only = False
+        return conn
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """The file as it is now, for reading (``immutable``: a WAL file in a folder
+        this process may not write cannot be opened otherwise)."""
+        uri = f"{self.path.absolute().as_uri()}?immutable=1"
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        try:
+            self._check_or_create(conn)
+            conn.execute("SELECT version FROM state LIMIT 1").fetchall()
+            stat = os.stat(self.path)
+        except BaseException:
+            conn.close()
+            raise
+        if not self._read_only:
+            logger.warning(
+                "state store %s may not be written; it is read as it is now and saves "
+                "fail until it may be written again",
+                self.path,
+            )
+        self._identity = (stat.st_dev, stat.st_ino)
+        self._read_only = True
         return conn
 
     def _check_or_create(self, conn: sqlite3.Connection) -> None:
@@ -362,9 +406,15 @@ class SQLiteStateStore:
         if not changes:
             return {}
         with self._lock:
+            if self._read_only:  # perhaps it may be written now: open it afresh
+                _close_quietly(self._holder)
             conn = self._conn(True)
             assert conn is not None
             self._writes += 1  # before: a failed or refused save may have changed nothing
+            if self._read_only:
+                raise sqlite3.OperationalError(
+                    f"state store {self.path} may not be written (read-only file or folder)"
+                )
             for attempt in (1, 2):
                 try:
                     return self._write(conn, session_id, changes, expected or {})
