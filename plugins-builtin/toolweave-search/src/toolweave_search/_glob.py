@@ -23,7 +23,7 @@ from toolweave.errors import preview
 
 from toolweave_search._engine import EngineParams, in_thread, list_files, resolve_engine
 from toolweave_search._fdwalk import DIR_FLAGS, Below
-from toolweave_search._globs import MAX_PATTERN_CHARS, GlobFilter, literal_prefix
+from toolweave_search._globs import MAX_PATTERN_CHARS, GlobFilter, check_glob, literal_prefix
 from toolweave_search._start import Start
 
 __all__ = ["Glob", "GlobArgs", "GlobOutput", "GlobParams"]
@@ -166,13 +166,15 @@ listing it is enough. Prefer it over `find` or `ls` in a shell."""
         workspace = ctx.require(Workspace)
         where = args.path if args.path and args.path.strip() else ""
         pattern = args.pattern.strip().removeprefix("./")
+        check_glob(pattern, ctx.param_name("pattern"))
         matcher = GlobFilter(pattern, anchored=True)  # bounded: see _globs
         rg = resolve_engine(params.engine, params.ripgrep_path)
         with Start(workspace, where) as base:
             if base.is_file:
                 raise ToolError(
                     ErrorKind.INVALID_PARAMS,
-                    f"{preview(args.path)!r} is a file; give the folder to search in as `path`.",
+                    f"{preview(args.path)!r} is a file; give the folder to search in as "
+                    f"`{ctx.param_name('path')}`.",
                 )
             start = _narrowed(base, literal_prefix(pattern))
             if start is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 from toolweave import Capabilities, Context, Kind, Tool, ToolOutput, Workspace
 
 from toolweave_search._engine import EngineParams, resolve_engine, search
@@ -124,17 +124,26 @@ class GrepOutput(ToolOutput):
     engine: str = "python"
     """Which engine searched (``ripgrep`` or ``python``)."""
 
+    _names: dict[str, str] = PrivateAttr(default_factory=dict)
+    """What the model calls the parameters the note names, where a configuration
+    renamed them."""
+
     def to_model(self) -> str:
         """The results, or a clear "no matches", and a note when results were cut."""
         if not self.results:
             return "No matches found."
         text = "\n".join(self.results)
         if self.truncated:
+            path, glob, limit = (self._names.get(n, n) for n in _NOTE_PARAMS)
             text += (
-                "\n[More results exist than shown. Narrow the search with `path`, `glob` "
-                "or a more specific pattern, or raise `head_limit`.]"
+                f"\n[More results exist than shown. Narrow the search with `{path}`, "
+                f"`{glob}` or a more specific pattern, or raise `{limit}`.]"
             )
         return text
+
+
+_NOTE_PARAMS = ("path", "glob", "head_limit")
+"""The parameters the note of a cut result names."""
 
 
 class Grep(Tool[GrepArgs, GrepOutput]):
@@ -172,7 +181,7 @@ line by line, so a pattern cannot span lines."""
         after = args.after_context if args.after_context is not None else args.context or 0
         glob = args.glob.strip() if args.glob and args.glob.strip() else None
         if glob is not None:
-            check_glob(glob, "glob")
+            check_glob(glob, ctx.param_name("glob"))
         rg = resolve_engine(params.engine, params.ripgrep_path)
         with Start(workspace, where) as start:
             query = GrepQuery(
@@ -196,10 +205,12 @@ line by line, so a pattern cannot span lines."""
             line_chars=params.max_line_chars,
             max_chars=params.max_output_chars,
         )
-        return GrepOutput(
+        output = GrepOutput(
             mode=args.output_mode,
             results=lines,
             files=files,
             truncated=truncated,
             engine="python" if rg is None else "ripgrep",
         )
+        output._names = {name: ctx.param_name(name) for name in _NOTE_PARAMS}
+        return output
