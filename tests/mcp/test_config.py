@@ -181,3 +181,24 @@ def test_import_without_the_extra_gives_an_install_hint() -> None:
     assert out.stdout.strip() == (
         "mcp | toolweave.mcp needs the MCP SDK, an optional extra: pip install 'toolweave[mcp]'"
     )
+
+
+def test_retry_settings_are_read_in_milliseconds_and_checked() -> None:
+    """``retry_delay`` and ``retry_min_remaining`` come from the ``mcp_servers`` form in
+    milliseconds; negative values are refused naming the server and the field."""
+    servers = parse_servers(
+        {
+            "mcp_servers": {
+                "t": {"command": "x", "retries": 1, "retry_delay": 20, "retry_min_remaining": 0}
+            }
+        }
+    )
+    assert (servers["t"].retries, servers["t"].retry_delay, servers["t"].retry_min_remaining) == (
+        1,
+        20,
+        0,
+    )
+    assert ServerConfig(command="x").retry_delay == 50
+    with pytest.raises(ConfigError) as info:
+        parse_servers({"mcp_servers": {"t": {"command": "x", "retry_delay": -1}}})
+    assert [i.path for i in info.value.issues] == ["mcp_servers.t.retry_delay"]

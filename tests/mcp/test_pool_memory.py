@@ -560,3 +560,59 @@ async def test_a_streamed_call_cut_by_a_reconnect_names_the_client_name(
     assert result.error.kind == "unavailable", result.text
     assert result.error.message.startswith("mcp__mem__hold: the "), result.text
     assert "may or may not have taken effect" in result.error.message
+
+
+def test_retry_policy_fits_every_retry_in_the_call_timeout() -> None:
+    """Retries stop 10 % (at most 100 ms) before the call's timeout; each waits
+    ``retry_delay`` doubled per retry, and is made only while ``retry_min_remaining``
+    is left after the wait."""
+    from toolweave.mcp._forward import retry_budget, retry_wait
+
+    assert retry_budget(0.7) == pytest.approx(0.63)
+    assert retry_budget(3.0) == pytest.approx(2.9)
+    remote = Remote([])
+    config = _config(remote, timeout=700)
+    assert retry_wait(config, 0, 0.53) == pytest.approx(0.05)
+    assert retry_wait(config, 1, 0.4) == pytest.approx(0.1)
+    assert retry_wait(config, 2, 0.4) is None  # retries (2) used up
+    assert retry_wait(config, 0, 0.14) is None  # 90 ms would be left after the wait
+    patient = _config(remote, retries=5, retry_delay=200, retry_min_remaining=0)
+    assert retry_wait(patient, 2, 10.0) == pytest.approx(0.8)
+    assert retry_wait(patient, 0, 0.2) == pytest.approx(0.2)
+    assert retry_wait(_config(remote, retries=0), 0, 10.0) is None
+
+
+async def test_a_short_timeout_still_retries_across_a_reconnect(
+    host_session: Callable[..., Session],
+) -> None:
+    """With a 700 ms timeout, an idempotent call cut by a reconnect is sent again and
+    answers; a server that does not come back answers ``unavailable`` (not ``timeout``)
+    within the call's deadline, without sending the call again."""
+    idempotent = types.ToolAnnotations(idempotent_hint=True)
+    remote = Remote([_tool("hold_again", annotations=idempotent)])
+    session = host_session()
+    config = _config(remote, mode="legacy", timeout=700, heartbeat_interval=60_000)
+    results: list[CallResult] = []
+
+    async def call() -> None:
+        results.append(await session.call("mcp__mem__hold_again", {"text": "x"}))
+
+    async with MCPPool(session, {"mem": config}) as pool:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await remote.holding.wait()
+            pool.reconnect("mem")
+        assert results[0].text == "hold_again:x"
+        assert len(remote.calls) == 2
+        remote.calls.clear()
+        remote.holding = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await remote.holding.wait()
+            remote.hang_lists = True  # the next connection never completes
+            pool.reconnect("mem")
+    gone = results[1]
+    assert gone.error is not None
+    assert gone.error.kind == "unavailable", gone.text
+    assert "is connecting" in gone.error.message
+    assert len(remote.calls) == 1

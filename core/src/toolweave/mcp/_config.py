@@ -38,6 +38,8 @@ from toolweave.errors import ConfigError, ConfigIssue
 __all__ = [
     "DEFAULT_HEARTBEAT_MS",
     "DEFAULT_POLL_MS",
+    "DEFAULT_RETRY_DELAY_MS",
+    "DEFAULT_RETRY_MIN_REMAINING_MS",
     "DEFAULT_TIMEOUT_MS",
     "ServerConfig",
     "load_servers",
@@ -50,6 +52,10 @@ DEFAULT_HEARTBEAT_MS = 10_000
 """Milliseconds between liveness checks of a connected server."""
 DEFAULT_POLL_MS = 60_000
 """Milliseconds between re-reads of a server's tool list (besides list_changed)."""
+DEFAULT_RETRY_DELAY_MS = 50
+"""Milliseconds before the first retry of a call after a transient failure."""
+DEFAULT_RETRY_MIN_REMAINING_MS = 100
+"""Milliseconds of a call's timeout that must remain for a retry to be made."""
 
 _COMMON_FORM_KEYS = frozenset({"type", "command", "args", "env", "cwd", "url", "headers"})
 _FILE_TYPES = "`stdio` or `http` (streamable HTTP)"
@@ -114,7 +120,14 @@ class ServerConfig(BaseModel):
     """Milliseconds allowed to start the server and complete the handshake."""
     retries: int = Field(2, ge=0, le=10)
     """How many times a call is retried after a transient failure (the server was
-    reconnecting, or the connection dropped under an idempotent or read-only tool)."""
+    reconnecting, or the connection dropped under an idempotent or read-only tool).
+    Every retry fits in the call's ``timeout`` (see ``retry_delay`` and
+    ``retry_min_remaining``)."""
+    retry_delay: float = Field(DEFAULT_RETRY_DELAY_MS, ge=0, le=10_000)
+    """Milliseconds to wait before the first retry; doubled for each further one."""
+    retry_min_remaining: float = Field(DEFAULT_RETRY_MIN_REMAINING_MS, ge=0)
+    """A retry is made only when at least this many milliseconds of the call's
+    ``timeout`` remain after its wait; otherwise the failure is answered at once."""
     prefix: str | None = None
     """Client-name prefix for this server's tools (``<prefix><server>__<tool>``), in place
     of the pool's (default: the pool's, which defaults to the tool set's

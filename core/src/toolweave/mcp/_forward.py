@@ -16,13 +16,37 @@ from toolweave.mcp._connection import Failure, PendingCall, ServerState
 from toolweave.mcp._names import namespace_for, subject
 
 if TYPE_CHECKING:
+    from toolweave.mcp._config import ServerConfig
     from toolweave.mcp._connection import ServerConnection
     from toolweave.mcp._pool import MCPPool
 
-__all__ = ["remote_tool"]
+__all__ = ["remote_tool", "retry_budget", "retry_wait"]
 
-RETRY_PAUSE = 0.05
-"""Seconds before the first retry of a transient failure; doubled for each further one."""
+RESERVE_MAX = 0.1
+"""Most seconds the retries of a call leave unused at the end of its timeout, so that a
+failure is answered as what it is (``unavailable`` with a hint) before the session's
+deadline makes it a ``timeout``."""
+RESERVE_SHARE = 0.1
+"""The share of a short timeout left unused that way (10 % below one second)."""
+
+
+def retry_budget(timeout: float) -> float:
+    """Seconds from a call's start within which its attempts, the waits between them and
+    the waits for a reconnect must end, for a call ``timeout`` in seconds."""
+    return timeout - min(RESERVE_MAX, timeout * RESERVE_SHARE)
+
+
+def retry_wait(config: ServerConfig, attempts: int, left: float) -> float | None:
+    """The wait in seconds before retry ``attempts + 1`` of a call with ``left`` seconds of
+    its budget remaining; ``None`` when it is not retried: ``retries`` are used up, or
+    less than ``retry_min_remaining`` would be left after the wait (``retry_delay``,
+    doubled after each retry)."""
+    if attempts >= config.retries:
+        return None
+    wait: float = config.retry_delay / 1000 * 2.0**attempts
+    if left - wait < config.retry_min_remaining / 1000:
+        return None
+    return wait
 
 
 def _read_only(tool: types.Tool, permission: str) -> bool:
@@ -89,17 +113,16 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
         retry = outcome.transient and (outcome.sent is False or retry_safe)
         if attempts == 0 and outcome.sent is False and current.state is ServerState.OFFLINE:
             retry = False  # offline before the call: answer at once, with the hint
-        if not retry or attempts >= config.retries or anyio.current_time() >= deadline:
+        wait = retry_wait(config, attempts, deadline - anyio.current_time()) if retry else None
+        if wait is None:
             raise outcome.error
-        await anyio.sleep(RETRY_PAUSE * 2**attempts)
+        await anyio.sleep(wait)
 
-    # Own budget, a little inside the session's deadline, so that waiting for a reconnect
-    # ends as ``unavailable`` (with a hint) rather than as ``timeout``.
-    share = config.timeout_s * 0.8
+    window = retry_budget(config.timeout_s)
 
     async def forward(ctx: Any, arguments: dict[str, Any]) -> AsyncIterator[Any]:
         name = shown(ctx)
-        deadline = anyio.current_time() + share
+        deadline = anyio.current_time() + window
         attempts = 0
         while True:
             current = await ready(name, attempts, deadline)
@@ -129,7 +152,7 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
 
     def budget(started: float) -> float:
         """The deadline of a call that started at ``started`` (``time.monotonic()``)."""
-        return anyio.current_time() + share - (time.monotonic() - started)
+        return anyio.current_time() + window - (time.monotonic() - started)
 
     async def call(ctx: Any, arguments: dict[str, Any]) -> Any:
         # A blocking call nobody reads progress of: awaited in the caller's task. The
