@@ -1,0 +1,1 @@
+"""Language-server tools for toolweave."""
