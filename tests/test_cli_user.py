@@ -244,3 +244,79 @@ def test_ctrl_c_stops_serve_on_pipes(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert b"Traceback" not in err
     assert b"terminal" not in err  # no hint for a client's pipes
+
+
+# -- 3. sessions across commands ------------------------------------------------------------
+
+
+@needs_shell
+@pytest.mark.slow
+def test_a_background_task_is_read_by_the_next_call(tmp_path: Path) -> None:
+    """A task started by one `toolweave call` process is found by the next one in the
+    same session (the default one, or one named by --session-id or $TOOLWEAVE_SESSION),
+    and not by another session, which says why."""
+    start = {"command": "echo from-the-task; sleep 30", "is_background": True}
+    read = json.dumps({"task_id": "task-1", "block": True, "timeout": 20000})
+    for flags, env in (([], {}), (["--session-id", "build-42"], {})):
+        workspace = tmp_path / (flags[-1] if flags else "default")
+        workspace.mkdir()
+        first = run(["call", "bash", json.dumps(start), "-p", "shell", *flags], workspace, **env)
+        assert first.returncode == 0, first.stderr
+        assert "task-1" in first.stdout
+        assert "task_output" in first.stderr  # how to read it, with the session id
+        assert all(flag in first.stderr for flag in flags)
+        try:
+            again = run(["call", "task_output", read, "-p", "shell", *flags], workspace)
+            assert again.returncode == 0, again.stderr
+            assert "from-the-task" in again.stdout
+            other = run(
+                ["call", "task_output", read, "-p", "shell"],
+                workspace,
+                TOOLWEAVE_SESSION="someone-else",
+            )
+            assert other.returncode == 1
+            assert "no background task" in other.stderr
+            assert "--session-id" in other.stderr
+        finally:
+            run(["call", "kill_task", '{"task_id": "task-1"}', "-p", "shell", *flags], workspace)
+
+
+@needs_shell
+@pytest.mark.slow
+def test_the_session_comes_from_the_environment(tmp_path: Path) -> None:
+    """$TOOLWEAVE_SESSION names the session when --session-id is not given."""
+    start = json.dumps({"command": "echo env-task", "is_background": True})
+    read = json.dumps({"task_id": "task-1", "block": True, "timeout": 20000})
+    first = run(["call", "bash", start, "-p", "shell"], tmp_path, TOOLWEAVE_SESSION="ci-7")
+    assert first.returncode == 0, first.stderr
+    again = run(["call", "task_output", read, "-p", "shell", "--session-id", "ci-7"], tmp_path)
+    assert "env-task" in again.stdout, again.stderr
+
+
+@needs_fs
+@needs_shell
+@pytest.mark.slow
+def test_calls_that_change_no_state_leave_no_state_file(tmp_path: Path) -> None:
+    """Reading, listing and a foreground command write nothing under .toolweave/; a
+    background task, which is state, does."""
+    (tmp_path / "notes.txt").write_text("hi\n")
+    for args in (
+        ["call", "read_file", '{"path": "notes.txt"}'],
+        ["call", "list_dir"],
+        ["call", "bash", '{"command": "echo hi"}'],
+    ):
+        assert run(args, tmp_path).returncode == 0
+    assert not (tmp_path / ".toolweave").exists()
+    assert (
+        run(["call", "bash", '{"command": "true", "is_background": true}'], tmp_path).returncode
+        == 0
+    )
+    assert (tmp_path / ".toolweave" / "state.db").is_file()
+
+
+def test_a_bad_session_id_is_a_usage_error(tmp_path: Path) -> None:
+    """A session id with spaces or slashes is refused before anything runs (exit 2)."""
+    proc = run(["call", "list_dir", "--session-id", "a b/c"], tmp_path)
+    assert proc.returncode == 2
+    assert "invalid session id" in proc.stderr
+    assert "Traceback" not in proc.stderr

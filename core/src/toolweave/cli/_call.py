@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import stat
@@ -15,10 +16,13 @@ import anyio
 import typer
 
 from toolweave.cli._common import (
+    DEFAULT_SESSION,
+    SESSION_ENV,
     ConfigOpt,
     ExcludeOpt,
     JsonOpt,
     PacksOpt,
+    SessionOpt,
     WorkspaceOpt,
     build_toolset,
     err,
@@ -26,6 +30,7 @@ from toolweave.cli._common import (
     load_packs,
     out,
     print_json,
+    session_id,
 )
 from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
 from toolweave.cli._sources import (
@@ -47,11 +52,13 @@ if TYPE_CHECKING:
     from toolweave.results import CallResult, Progress
     from toolweave.runtime._session import Session
 
-__all__ = ["LiveProgress", "progress_line", "register", "show_progress"]
+__all__ = ["LiveProgress", "exit_code", "progress_line", "register", "show_progress"]
 
 CALL_ID = "cli-call"
 EXIT_CANCELLED = 130
 """Exit code of a call cancelled with Ctrl-C (128 + SIGINT, as shells do)."""
+EXIT_COMMAND_FAILED = 3
+"""Exit code of a call that succeeded while the command it ran exited non-zero."""
 
 
 def progress_line(item: Progress) -> str:
@@ -212,6 +219,7 @@ def call(
             min=0.001,
         ),
     ] = None,
+    session_name: SessionOpt = DEFAULT_SESSION,
     config: ConfigOpt = None,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
@@ -279,8 +287,9 @@ def call(
     root = workspace or Path.cwd()
     folders = plugin_folders(plugins, no_plugins, root)
     server_file = mcp_file(mcp, no_mcp, root)
+    sid = session_id(session_name)
     toolset = build_toolset(load_packs(packs, exclude), config)
-    session = toolset.session(workspace=root)
+    session = toolset.session(workspace=root, session_id=sid)
     if ask is None:
         ask = arguments != "-" and _interactive()
     asker = _terminal_asker(session) if ask else None
@@ -303,13 +312,54 @@ def call(
     elif result.error is None:
         sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
         sys.stdout.flush()
-    if result.error is not None:
-        from rich.text import Text
+    if not json_:
+        _explain(result, sid, "task_output" in session.toolset.names)
+    code = exit_code(result)
+    if code:
+        raise typer.Exit(code)
 
-        kind = result.error.kind.value
-        if not json_:
-            err.print(Text.assemble(("error: ", "bold red"), f"{kind}: {result.error.message}"))
-        raise typer.Exit(EXIT_CANCELLED if kind == "cancelled" else 1)
+
+def exit_code(result: CallResult) -> int:
+    """The exit code of ``toolweave call`` for ``result``: 0 for a success, 1 for a
+    failed call, 130 for one cancelled with Ctrl-C, 3 when the call succeeded but the
+    command it ran exited non-zero (an ``exit_code`` in the tool's output, as ``bash``
+    reports)."""
+    if result.error is not None:
+        return EXIT_CANCELLED if result.error.kind.value == "cancelled" else 1
+    output = result.output
+    ran = output.get("exit_code") if isinstance(output, dict) else None
+    if isinstance(ran, int) and not isinstance(ran, bool) and ran != 0:
+        return EXIT_COMMAND_FAILED
+    return 0
+
+
+def _explain(result: CallResult, sid: str, task_tools: bool) -> None:
+    """The error line of a failed call, and hints that carry over to the next call."""
+    from rich.text import Text
+
+    error = result.error
+    output = result.output if isinstance(result.output, dict) else {}
+    again = "" if sid == DEFAULT_SESSION else f" --session-id {sid}"
+    if error is not None:
+        err.print(Text.assemble(("error: ", "bold red"), f"{error.kind.value}: {error.message}"))
+        if error.kind.value == "not_found" and "session" in error.message:
+            err.print(
+                Text(
+                    f"hint: this call ran in session {sid!r}; state and background tasks "
+                    "belong to the session that made them: pass its --session-id (or "
+                    f"${SESSION_ENV})",
+                    style="dim",
+                )
+            )
+    elif isinstance(output.get("task_id"), str) and task_tools:
+        task = json.dumps({"task_id": output["task_id"]})
+        err.print(
+            Text(
+                f"hint: it runs on after this command; read its output with "
+                f"`toolweave call task_output '{task}'{again}`",
+                style="dim",
+            )
+        )
 
 
 def _attach_policy(

@@ -24,6 +24,7 @@ __all__ = [
     "ExcludeOpt",
     "JsonOpt",
     "PacksOpt",
+    "SessionOpt",
     "WorkspaceOpt",
     "build_toolset",
     "err",
@@ -33,6 +34,7 @@ __all__ = [
     "load_packs",
     "out",
     "print_json",
+    "session_id",
 ]
 
 P = ParamSpec("P")
@@ -88,6 +90,41 @@ WorkspaceOpt = Annotated[
         show_default=False,
     ),
 ]
+
+SESSION_ENV = "TOOLWEAVE_SESSION"
+"""The session id of ``call`` and ``serve`` when ``--session-id`` is not given."""
+DEFAULT_SESSION = "cli"
+"""The session id of ``call`` and ``serve`` by default: every command in a workspace
+shares one session (its state and background tasks), as a person at a terminal expects."""
+SessionOpt = Annotated[
+    str,
+    typer.Option(
+        "--session-id",
+        metavar="ID",
+        envvar=SESSION_ENV,
+        help="The session whose state (todo list, plan mode, background tasks) the call "
+        "reads and changes; calls with one id in one workspace share it. Letters, digits "
+        "and . _ : - only.",
+    ),
+]
+
+
+def session_id(value: str) -> str:
+    """``value`` as a session id.
+
+    Raises:
+        CliError: It is empty or holds other characters than letters, digits and ``._:-``.
+    """
+    import re
+
+    text = value.strip()
+    if not re.fullmatch(r"[A-Za-z0-9._:-]{1,128}", text):
+        fail(
+            f"invalid session id {value!r}",
+            "use 1 to 128 letters, digits and . _ : - (e.g. --session-id build-42)",
+            2,
+        )
+    return text
 
 
 class CliError(Exception):

@@ -14,14 +14,17 @@ import typer
 from anyio.abc import TaskStatus
 
 from toolweave.cli._common import (
+    DEFAULT_SESSION,
     ConfigOpt,
     ExcludeOpt,
     PacksOpt,
+    SessionOpt,
     WorkspaceOpt,
     build_toolset,
     err,
     guarded,
     load_packs,
+    session_id,
 )
 from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
 from toolweave.cli._sources import (
@@ -54,6 +57,7 @@ def serve(
     name: Annotated[
         str, typer.Option("--name", help="Server name shown to clients.")
     ] = "toolweave",
+    session_name: SessionOpt = DEFAULT_SESSION,
     config: ConfigOpt = None,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
@@ -105,7 +109,7 @@ def serve(
     folders = plugin_folders(plugins, no_plugins, root)
     server_file = mcp_file(mcp, no_mcp, root)
     toolset = build_toolset(load_packs(packs, exclude), config)
-    session = toolset.session(workspace=root)
+    session = toolset.session(workspace=root, session_id=session_id(session_name))
 
     def count() -> int:
         return len(session.definitions("neutral"))
