@@ -86,7 +86,8 @@ class ListDirOutput(ToolOutput):
         text = "\n".join(e.path + marks[e.type] for e in self.entries)
         if self.truncated:
             text += (
-                f"\n[Listing stopped at {len(self.entries)} entries. List a subdirectory or "
+                f"\n[Listing stopped at {len(self.entries)} "
+                f"{'entry' if len(self.entries) == 1 else 'entries'}. List a subdirectory or "
                 f"give a smaller `{self._depth_name}` to see the rest.]"
             )
         return text

@@ -84,10 +84,8 @@ class ReadFileOutput(ToolOutput):
         if self.total_lines == 0:
             return f"(`{self.path}` is empty)"
         if self.end_line == 0:
-            return (
-                f"(`{self.path}` has {self.total_lines} lines; "
-                f"{self._offset_name} {self.offset} is past the end)"
-            )
+            lines = "1 line" if self.total_lines == 1 else f"{self.total_lines} lines"
+            return f"(`{self.path}` has {lines}; {self._offset_name} {self.offset} is past the end)"
         count = self.end_line - self.start_line + 1
         numbered = _numbered(self.start_line, self.content.split("\n", count - 1))
         if not self.truncated:

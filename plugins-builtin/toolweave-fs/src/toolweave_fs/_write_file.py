@@ -32,7 +32,8 @@ class WriteFileOutput(ToolOutput):
     def to_model(self) -> str:
         """One line saying what was written where."""
         verb = "Created" if self.created else "Replaced"
-        return f"{verb} `{self.path}` ({self.bytes_written} bytes)."
+        size = self.bytes_written
+        return f"{verb} `{self.path}` ({size} byte{'' if size == 1 else 's'})."
 
 
 class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):

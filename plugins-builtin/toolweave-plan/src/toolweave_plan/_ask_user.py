@@ -111,9 +111,9 @@ class AskUserArgs(BaseModel):
             return None
         cleaned = [c.strip() for c in value]
         if any(not c for c in cleaned):
-            raise ValueError("choices must not be blank")
+            raise ValueError("must not hold a blank answer")
         if len(set(cleaned)) != len(cleaned):
-            raise ValueError("choices must be distinct")
+            raise ValueError("must hold distinct answers")
         return cleaned or None
 
 

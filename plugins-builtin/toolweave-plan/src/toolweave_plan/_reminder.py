@@ -87,9 +87,12 @@ class TodoReminder(Reminder):
         state.calls_since_update = calls  # saved with the state's next save
         unfinished = [t for t in state.todos if t.status != "completed"]
         if unfinished:
+            span = "tool call" if calls == 1 else f"{calls} tool calls"
+            n = len(unfinished)
+            left = "1 of its items is" if n == 1 else f"{n} of its items are"
             return (
-                f"The todo list has not been updated in the last {calls} tool calls and "
-                f"{len(unfinished)} of its items are unfinished:\n"
+                f"The todo list has not been updated in the last {span} and {left} "
+                "unfinished:\n"
                 f"{render_todos(unfinished)}\n"
                 f"If you finished some of them, mark them completed with {name}; keep the "
                 "item you are working on in_progress, and drop items that no longer apply. "

@@ -153,8 +153,9 @@ trivial edits: a list with one item is noise."""
         if len(args.todos) > params.max_items:
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
-                f"The list has {len(args.todos)} items; at most {params.max_items} are "
-                "allowed. Group small steps into larger ones.",
+                f"The list has {len(args.todos)} items; at most {params.max_items} "
+                f"{'is' if params.max_items == 1 else 'are'} allowed. Group small steps into "
+                "larger ones.",
             )
         state = ctx.state(TodoState)
         state.todos = [item.model_copy() for item in args.todos]

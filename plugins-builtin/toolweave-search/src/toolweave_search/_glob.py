@@ -76,9 +76,10 @@ class GlobOutput(ToolOutput):
         if not self.files:
             return "No files match."
         text = "\n".join(self.files)
+        hidden = self.total - len(self.files)
         if self.truncated:
             text += (
-                f"\n[{self.total - len(self.files)} more matching files not shown (older). "
+                f"\n[{hidden} more matching file{'' if hidden == 1 else 's'} not shown (older). "
                 "Use a more specific pattern or path.]"
             )
         return text

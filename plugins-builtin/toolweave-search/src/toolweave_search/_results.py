@@ -64,7 +64,8 @@ class GrepQuery:
 def _clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}... [{len(text) - limit} more characters]"
+    more = len(text) - limit
+    return f"{text[:limit]}... [{more} more character{'' if more == 1 else 's'}]"
 
 
 def format_hits(

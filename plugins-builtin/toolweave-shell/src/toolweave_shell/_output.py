@@ -13,7 +13,9 @@ PROGRESS_MAX_CHARS = 8192
 
 def omission_marker(chars: int, lines: int) -> str:
     """The line that stands where output was left out."""
-    what = f"{chars} characters" + (f", {lines} lines" if lines else "")
+    what = f"{chars} character{'' if chars == 1 else 's'}"
+    if lines:
+        what += f", {lines} line{'' if lines == 1 else 's'}"
     return f"\n\n[... {what} of output omitted here ...]\n\n"
 
 

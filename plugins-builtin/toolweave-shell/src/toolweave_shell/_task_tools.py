@@ -82,7 +82,8 @@ class TaskSummary(BaseModel):
             state = "killed"
         else:
             state = "lost (exit code unknown)"
-        unread = f"; {self.unread_bytes} bytes of unread output" if self.unread_bytes else ""
+        size = self.unread_bytes
+        unread = f"; {size} byte{'' if size == 1 else 's'} of unread output" if size else ""
         return f"{self.task_id} `{_short(self.command)}`: {state}{unread}"
 
 
