@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from toolweave.authoring._tool import Kind
-from toolweave.catalog._config import ToolConfig, ToolSetConfig, _config_issues, _parse_config
+from toolweave.catalog._config import (
+    ToolConfig,
+    ToolSetConfig,
+    _config_issues,
+    _parse_config,
+    did_you_mean,
+)
 from toolweave.catalog._erasure import read_only_as
 from toolweave.catalog._expr import (
     ExpressionError,
@@ -132,6 +138,23 @@ def _placeholder_facts(placeholder: str) -> ToolFacts | None:
     return ToolFacts(value if ":" in value else f":{value}", Kind.OTHER.value)
 
 
+_KIND_NEED = re.compile(r"\s*kind:(\w+)\s*")
+_NAMESPACE_NEED = re.compile(r"\s*(?:namespace|ns):([\w-]+)\s*")
+_TOOL_NEED = re.compile(r"\s*(?:tool:)?((?!param:|schema:)[A-Za-z_][\w-]*(?::[A-Za-z_][\w-]*)?)\s*")
+
+
+def _in_words(requirement: str) -> str:
+    """What a requirement of one predicate asks for, in words (`` (a tool of kind
+    'read')``); ``""`` for other requirements, which say it best themselves."""
+    if m := _KIND_NEED.fullmatch(requirement):
+        return f" (a tool of kind {m.group(1)!r})"
+    if m := _NAMESPACE_NEED.fullmatch(requirement):
+        return f" (a tool from namespace {m.group(1)!r})"
+    if m := _TOOL_NEED.fullmatch(requirement):
+        return f" (the tool {m.group(1)!r})"
+    return ""
+
+
 def _origin(p: _Planned) -> str:
     """Where the tool of an entry was registered from (``host``, ``pack fs (...)``)."""
     return p.tool.origin if p.tool is not None else "an unresolved entry"
@@ -201,8 +224,7 @@ class _Planner:
             fqid = matches[0]
         elif not matches:
             known = list(self.registry) + [fq.split(":", 1)[1] for fq in self.registry]
-            close = difflib.get_close_matches(cfg.id, known, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            hint = did_you_mean(cfg.id, known)
             self.issue(
                 cfg.id,
                 f"no tool {cfg.id!r} is registered{hint}",
@@ -481,7 +503,10 @@ class _Planner:
             if not failed:
                 return current
             for p, text in failed:
-                message = f"{p.label} requires `{text}`, which the configured set does not meet"
+                message = (
+                    f"{p.label} requires `{text}`{_in_words(text)}, which the configured set "
+                    f"does not meet; configure what it needs or leave {p.label} out"
+                )
                 if report_as is None:
                     expr = self.unmet[id(p)] = compile_expression(text)
                     if guessed is None or not expr.evaluate(guessed):

@@ -68,6 +68,7 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
     id = "edit_file"
     namespace = "fs"
     kind = Kind.EDIT
+    requires = "kind:read"  # the model must read a file before it can edit it exactly
     description = (
         "Change a text file by replacing an exact piece of it: `old_string` is replaced "
         "by `new_string`. `old_string` must match the file exactly (whitespace and "
