@@ -93,3 +93,21 @@ async def test_without_the_other_tool_the_message_reads_on(
     session = make_session(workspace, {"tools": ["read_file"]})
     result = await session.call("read_file", {"path": "folder"})
     assert "is a directory; list it instead of reading it" in result.text
+
+
+async def test_descriptions_name_the_other_tools_as_configured(
+    make_session: Callable[..., Session], workspace: Path
+) -> None:
+    """Descriptions name the renamed tools of the set, and read on without absent ones."""
+    toolset = make_session(workspace, CONFIG).toolset
+    assert "read the file again with Read" in toolset["Edit"].description
+    assert "write the whole file with Write instead" in toolset["Edit"].description
+    assert "list them with LS instead" in toolset["Read"].description
+    assert "(with Edit)" in toolset["Read"].description
+    assert "with Edit is cheaper" in toolset["Write"].description
+    assert "use Read or a search tool for that" in toolset["LS"].description
+    alone = make_session(workspace, {"tools": ["read_file", "edit_file"]}).toolset
+    assert "write the whole file with a tool that writes files" in alone["edit_file"].description
+    assert "list them with a directory listing instead" in alone["read_file"].description
+    for entry in toolset:
+        assert "{" not in entry.description

@@ -60,3 +60,13 @@ async def test_messages_use_client_names(
     result = await session.call(tool, arguments)
     assert expected in result.text
     assert [word for word in CANONICAL if word in result.text] == []
+
+
+def test_descriptions_name_the_other_tools_as_configured(session: Session) -> None:
+    """grep and glob name each other by their client names, and tools of other packs
+    (absent here) by their fallback words."""
+    grep, glob = session.toolset["Search"].description, session.toolset["Find"].description
+    assert "use Find for that" in grep
+    assert "use the file reader" in grep
+    assert "search their contents with Search instead" in glob
+    assert "listing it with a directory listing is enough" in glob

@@ -70,3 +70,18 @@ async def test_only_the_configured_task_tools_are_offered(
     alone = make_session({"tools": [BASH]})
     started = await alone.call("Shell", {"command": "sleep 30", "detach": True})
     assert started.text.endswith("It keeps running after this call.")
+
+
+async def test_descriptions_name_the_task_tools_as_configured(
+    make_session: Callable[..., Session],
+) -> None:
+    """bash and wait_tasks name the renamed task tools; without them, bash says what
+    they do."""
+    toolset = make_session({"tools": [BASH, *TASK_TOOLS]}).toolset
+    assert (
+        "read its new output with TaskRead, wait for it with TaskWait or stop it with TaskStop."
+        in toolset["Shell"].description
+    )
+    assert "cheaper than calling TaskRead in a loop" in toolset["TaskWait"].description
+    alone = make_session({"tools": [BASH]}).toolset
+    assert "with the task output tool" in alone["Shell"].description

@@ -74,10 +74,10 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
         "by `new_string`. `old_string` must match the file exactly (whitespace and "
         "indentation included) and occur exactly once; include a few surrounding lines "
         "to make it unique, or set `replace_all` to replace every occurrence. If it is "
-        "not found the call fails and nothing changes: read the file again and copy the "
-        "current text. The file is rewritten atomically.\n\n"
+        "not found the call fails and nothing changes: read the file again with "
+        "{tool:read} and copy the current text. The file is rewritten atomically.\n\n"
         "Do not use it to create a new file or to rewrite most of a file; write the "
-        "whole file instead."
+        "whole file with {tool:write|a tool that writes files} instead."
     )
 
     def run(self, ctx: Context, args: EditFileArgs) -> EditFileOutput:

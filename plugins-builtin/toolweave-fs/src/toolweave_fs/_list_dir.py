@@ -106,7 +106,8 @@ class ListDir(Tool[ListDirArgs, ListDirOutput]):
         "name, directories marked with a trailing `/` and symbolic links with `@` (links "
         "are not followed). Version-control folders, dependency folders and caches are "
         "left out; `ignore` leaves out more. Long listings stop with a note.\n\n"
-        "Do not use it to read files or to search for text inside them."
+        "Do not use it to read files or to search for text inside them: use "
+        "{tool:read|a file reader} or {tool:search|a search tool} for that."
     )
 
     def run(self, ctx: Context, args: ListDirArgs) -> ListDirOutput:

@@ -108,9 +108,11 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
         "`cat -n`. Long files are returned a window at a time (by default the first 2000 "
         "lines): `offset` skips lines, `limit` caps how many are returned, and a note at "
         "the end says which offset reads on. Read a file before changing it, and change it "
-        "by editing the exact text rather than rewriting it whole.\n\n"
-        "Do not use it for directories (list them instead) or for binary files such as "
-        "images, archives or compiled code: they are refused."
+        "by editing the exact text (with {tool:edit|an edit tool}) rather than rewriting "
+        "it whole.\n\n"
+        "Do not use it for directories (list them with {tool:list_dir|a directory "
+        "listing} instead) or for binary files such as images, archives or compiled "
+        "code: they are refused."
     )
 
     def run(self, ctx: Context, args: ReadFileArgs) -> ReadFileOutput:

@@ -47,7 +47,8 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
         "parent directories are created. The write is atomic: the file holds either the "
         "old or the new content, never a mix.\n\n"
         "Do not use it for small changes to an existing file: editing just the changed "
-        "text is cheaper and safer. Read an existing file before replacing it."
+        "text with {tool:edit|an edit tool} is cheaper and safer. Read an existing file "
+        "with {tool:read|a file reader} before replacing it."
     )
 
     def run(self, ctx: Context, args: WriteFileArgs) -> WriteFileOutput:

@@ -156,8 +156,9 @@ path below `path`: `*.md` finds only files directly in it; write `**/*.md` for e
 depth.
 
 Use it to find files by name or extension, or to see what changed recently. To find \
-files by what they contain, search their contents instead; to look at one folder, \
-listing it is enough. Prefer it over `find` or `ls` in a shell."""
+files by what they contain, search their contents with {name:grep|a content search} \
+instead; to look at one folder, listing it with {tool:list_dir|a directory listing} is \
+enough. Prefer it over `find` or `ls` in a shell."""
     capabilities = Capabilities(read_only=True, scope="workspace", timeout=120.0)
     params = GlobParams
 

@@ -161,9 +161,10 @@ or to count occurrences. Start with the default mode (`files_with_matches`), the
 closer with `output_mode: content` and a few `context` lines, narrowed by `path` or \
 `glob`. Results are sorted by path and capped; the output says when there is more.
 
-Do not use it to find files by name (use the file-name search tool for that), to read \
-a whole file (use the file reader), or through a shell command (`grep`/`rg` in a \
-terminal): this tool is faster, respects the workspace and gives structured results.
+Do not use it to find files by name (use {name:glob|a file-name search} for that), to \
+read a whole file (use {tool:read|the file reader}), or through a shell command \
+(`grep`/`rg` in a terminal): this tool is faster, respects the workspace and gives \
+structured results.
 
 Patterns are regular expressions, not plain text: escape `.`, `(`, `[`, `{`, `*`, `+`, \
 `?` and `|` to match them literally (`interface\\{\\}` for `interface{}`). Matching is \

@@ -189,8 +189,9 @@ interactive programs (editors, pagers, REPLs, `git rebase -i`, `git add -p`).
 - `timeout` is in milliseconds; when it passes, the command and every process it \
 started are stopped and you get the output so far. Long-running work (dev servers, \
 file watchers, long builds you want to check on later) belongs in the background: \
-set `is_background` and the call returns a task id at once; read its new output, \
-wait for it or stop it with the background task tools. Do not append `&` yourself: \
+set `is_background` and the call returns a task id at once; read its new output with \
+{name:task_output|the task output tool}, wait for it with {name:wait_tasks|the task \
+wait tool} or stop it with {name:kill_task|the task kill tool}. Do not append `&` yourself: \
 processes a foreground command leaves behind are stopped when it returns.
 - Very long output keeps only its beginning and end. Trim noisy commands yourself \
 (`--quiet`, `| tail -n 50`, `| head -n 100`).

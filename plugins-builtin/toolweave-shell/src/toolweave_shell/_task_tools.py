@@ -281,8 +281,9 @@ Wait until one or more background tasks (started by {name:bash} with `is_backgro
 have ended, or until `timeout` milliseconds pass, and report how each ended.
 
 Use it when you have nothing else to do until a build, test run or download finishes: \
-it is cheaper than calling the output tool in a loop. It does not return output; read \
-that with the task output tool. Do not wait on servers or watchers: they never end."""
+it is cheaper than calling {name:task_output|the task output tool} in a loop. It does \
+not return output; read that with {name:task_output|the task output tool}. Do not wait \
+on servers or watchers: they never end."""
     capabilities = Capabilities(read_only=True, scope="system", timeout=3_630.0)
     params = TaskParams
     requires = REQUIRES
