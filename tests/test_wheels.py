@@ -1,16 +1,21 @@
 """Built wheels, installed with pip into a fresh venv, behave as packs should.
 
-One venv per test session holds the wheels of ``toolweave``, ``toolweave-fs``, a pack
-made from the template and three fixture packs (``tests/fixtures/``): one that fails
-at import, one that fails in ``register_tools``, one that marks a file when imported.
-Every check runs in a subprocess of that venv, so only what the wheels installed is
-visible there.
+The wheels of ``toolweave`` and every pack are built once, by the command README.md
+gives (``uv build --all-packages``). One venv per test session holds the wheels of
+``toolweave``, ``toolweave-fs``, a pack made from the template and three fixture packs
+(``tests/fixtures/``): one that fails at import, one that fails in ``register_tools``,
+one that marks a file when imported. Another fresh venv follows the installation
+lines of README.md and of every pack's README, as a user would type them. Every check
+runs in a subprocess of a venv, so only what the wheels installed is visible there.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -27,6 +32,13 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FS_TOOLS = {"read_file", "write_file", "edit_file", "delete", "move", "list_dir"}
+WHEELS = "~/toolweave-wheels"
+"""The wheel folder of the READMEs' commands; the tests put a temporary folder there."""
+PACKS = sorted(
+    p
+    for folder in ("plugins-builtin", "plugins-contrib")
+    for p in (ROOT / folder).glob("toolweave-*")
+)
 
 
 def _run(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -45,6 +57,60 @@ def _build_wheel(project: Path, out: Path) -> Path:
     )
     (wheel,) = set(out.glob("*.whl")) - before
     return wheel
+
+
+def _blocks(page: Path, language: str) -> list[str]:
+    return re.findall(rf"^```(?:{language})\n(.*?)^```", page.read_text("utf-8"), re.M | re.S)
+
+
+def shell_blocks(page: Path) -> list[list[str]]:
+    """The command lines of each ``sh`` or ``bash`` block of ``page``, comments dropped."""
+    found = []
+    for block in _blocks(page, "sh|bash"):
+        lines = (line.split(" #")[0].strip() for line in block.splitlines())
+        found.append([line for line in lines if line and not line.startswith("#")])
+    return found
+
+
+def shell_lines(page: Path) -> list[str]:
+    """The command lines of every ``sh`` and ``bash`` block of ``page``."""
+    return [line for block in shell_blocks(page) for line in block]
+
+
+@pytest.fixture(scope="session")
+def clone_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """README.md's build command, run once in this repository: a wheel per distribution."""
+    (build,) = [line for line in shell_lines(ROOT / "README.md") if line.startswith("uv build")]
+    uv = shutil.which("uv")
+    if uv is None:
+        if os.environ.get("CI"):
+            pytest.fail("uv is missing: .ci/run installs it (pip install uv)")
+        pytest.skip("uv is not installed (pip install uv)")
+    out = tmp_path_factory.mktemp("clone-wheels")
+    command = shlex.split(build.replace(WHEELS, str(out)))
+    _run([uv, *command[1:]], cwd=ROOT)
+    return out
+
+
+def _clone_wheel(folder: Path, dist: str) -> Path:
+    (wheel,) = folder.glob(f"{dist.replace('-', '_')}-*.whl")
+    return wheel
+
+
+def _make_venv(location: Path) -> subprocess.Popen[str]:
+    """Start ``python -m venv`` (its ensurepip takes seconds: let it run meanwhile)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "venv", str(location)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _venv_made(making: subprocess.Popen[str]) -> None:
+    output, _ = making.communicate(timeout=300)
+    if making.returncode != 0:
+        pytest.fail(f"python -m venv exited {making.returncode}\n{output}")
 
 
 @dataclass
@@ -70,6 +136,17 @@ class Venv:
         env.update(extra)
         return env
 
+    def activated(self) -> dict[str, str]:
+        """The environment of a shell in which the venv is active."""
+        return self.env(
+            VIRTUAL_ENV=str(self.path), PATH=f"{self.path / 'bin'}{os.pathsep}{os.environ['PATH']}"
+        )
+
+    def shell(self, line: str, cwd: Path | None = None) -> str:
+        """Run a command line as typed in a shell where the venv is active; its output."""
+        done = _run(["bash", "-c", line], cwd=cwd or self.workdir, env=self.activated())
+        return done.stdout
+
     def pip(self, *args: str) -> None:
         _run(
             [
@@ -94,33 +171,27 @@ class Venv:
 
 @pytest.fixture(scope="session")
 def venv(
-    tmp_path_factory: pytest.TempPathFactory, template_renderer: Callable[[Path, str], Path]
+    tmp_path_factory: pytest.TempPathFactory,
+    template_renderer: Callable[[Path, str], Path],
+    clone_wheels: Path,
 ) -> Venv:
-    """Build every wheel once, make a fresh venv and pip-install them all (real install)."""
+    """Build the test packs' wheels, make a fresh venv and pip-install them with the core's
+    and fs's wheels (real install)."""
     base = tmp_path_factory.mktemp("wheels")
     out = base / "dist"
     out.mkdir()
     sample = template_renderer(base, "sample")
     projects = {
-        "toolweave": ROOT / "core",
-        "toolweave-fs": ROOT / "plugins-builtin" / "toolweave-fs",
         "toolweave-sample": sample,
         **{p.name: p for p in sorted(FIXTURES.iterdir()) if (p / "pyproject.toml").is_file()},
     }
     location = base / "venv"
-    # venv's ensurepip takes seconds: let it run while the wheels build.
-    making = subprocess.Popen(
-        [sys.executable, "-m", "venv", str(location)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    making = _make_venv(location)
     try:
-        wheels = {dist: _build_wheel(project, out) for dist, project in projects.items()}
+        wheels = {dist: _clone_wheel(clone_wheels, dist) for dist in ("toolweave", "toolweave-fs")}
+        wheels.update({dist: _build_wheel(project, out) for dist, project in projects.items()})
     finally:
-        output, _ = making.communicate(timeout=300)
-    if making.returncode != 0:
-        pytest.fail(f"python -m venv exited {making.returncode}\n{output}")
+        _venv_made(making)
     workdir = base / "work"
     workdir.mkdir()
     env = Venv(location, wheels, workdir)
@@ -135,6 +206,10 @@ def test_wheels_carry_the_pack_metadata(venv: Venv) -> None:
         assert "toolweave/py.typed" in names
         entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
         assert "toolweave.packs" not in core.read(entry_points).decode()
+        metadata = core.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+        description = metadata.decode().partition("\n\n")[2]
+        assert description == (ROOT / "core" / "README.md").read_text(encoding="utf-8")
+        assert "## Install" in description
     with zipfile.ZipFile(venv.wheels["toolweave-fs"]) as fs:
         names = fs.namelist()
         assert "toolweave_fs/py.typed" in names
@@ -343,3 +418,74 @@ def test_template_pack_works_from_its_wheel(venv: Venv) -> None:
         "dist": "toolweave-sample",
         "tools": ["sample:greet"],
     }
+
+
+# -- the READMEs' installation, as a user types it ----------------------------------------
+
+PROJECT_README = "# My project\n\nhello from a project that installed toolweave\n"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A fresh venv holding nothing of toolweave, and a project folder with a README.md."""
+    base = tmp_path_factory.mktemp("project")
+    _venv_made(_make_venv(base / "venv"))
+    workdir = base / "project"
+    workdir.mkdir()
+    (workdir / "README.md").write_text(PROJECT_README)
+    return Venv(base / "venv", {}, workdir)
+
+
+def _as_typed(line: str, wheels: Path) -> str:
+    """A README's command line with the folder the test built the wheels in."""
+    return line.replace(WHEELS, shlex.quote(str(wheels)))
+
+
+def test_readme_installs_from_the_built_wheels(project: Venv, clone_wheels: Path) -> None:
+    """README.md's install lines work in a fresh venv: ``toolweave tools`` lists the fs
+    tools and the README's first example reads the project's README."""
+    (block,) = [
+        b for b in shell_blocks(ROOT / "README.md") if any("--find-links" in line for line in b)
+    ]
+    assert block[0].startswith("pip install --find-links")
+    printed = [project.shell(_as_typed(line, clone_wheels)) for line in block]
+    assert block[-1] == "toolweave tools --table"
+    assert all(name in printed[-1] for name in FS_TOOLS)
+
+    first = _blocks(ROOT / "README.md", "python")[0]
+    done = _run([str(project.python), "-c", first], cwd=project.workdir, env=project.env())
+    assert "hello from a project that installed toolweave" in done.stdout
+
+
+@pytest.mark.parametrize("pack", PACKS, ids=lambda p: p.name)
+def test_pack_readme_installs_and_its_code_runs(
+    project: Venv, clone_wheels: Path, pack: Path, tmp_path: Path
+) -> None:
+    """Each pack README's install lines work in a fresh venv; the pack then loads through its
+    entry point and the README's code runs there."""
+    page = pack / "README.md"
+    lines = [line for line in shell_lines(page) if line.startswith("pip install")]
+    assert lines, f"{page} gives no pip install line"
+    for line in lines:
+        assert f"--find-links {WHEELS}" in line, f"{page}: {line!r} does not use the wheels"
+        project.shell(_as_typed(line, clone_wheels))
+
+    name = pack.name.removeprefix("toolweave-")
+    loaded = project.python_json(
+        f"""
+        import json
+        from toolweave import load_packs
+
+        print(json.dumps(load_packs(include=[{name!r}], strict=True).packs[{name!r}].to_dict()))
+        """
+    )
+    assert loaded["status"] == "loaded"
+    assert loaded["dist"] == pack.name
+    assert loaded["tools"]
+
+    (tmp_path / "README.md").write_text(PROJECT_README)
+    _run(
+        [str(project.python), "-c", "\n".join(_blocks(page, "python"))],
+        cwd=tmp_path,
+        env=project.env(),
+    )
