@@ -148,7 +148,7 @@ async def test_unlisted_external_tools_stay_callable(make_session: Any) -> None:
     assert "weather" not in unknown.text
 
     assert session.set_listed("weather", True) is True
-    assert [d["name"] for d in session.definitions("neutral")] == ["forecast", "alpha", "weather"]
+    assert [d["name"] for d in session.definitions("neutral")] == ["forecast", "weather", "alpha"]
     assert session.unlisted == frozenset()
     assert session.set_listed("missing", False) is False
     session.set_listed("alpha", False)
@@ -172,13 +172,13 @@ async def test_one_prefix_is_applied_to_external_names(tmp_path: Any) -> None:
 
 
 async def test_listing_and_unregistering(make_session: Any) -> None:
-    """External tools list after built-ins, sorted; unregistering removes them."""
+    """External tools list after built-ins, in arrival order; unregistering removes them."""
     session = make_session(Forecast)
     version = session.external_version
     session.register_external(_weather([]), name="zeta")
     session.register_external(_weather([]), name="alpha")
     names = [d["name"] for d in session.definitions("neutral")]
-    assert names == ["forecast", "alpha", "zeta"]
+    assert names == ["forecast", "zeta", "alpha"]
     assert session.definitions("neutral", include_external=False) == session.toolset.definitions(
         "neutral"
     )

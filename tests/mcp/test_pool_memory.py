@@ -616,3 +616,29 @@ async def test_a_short_timeout_still_retries_across_a_reconnect(
     assert gone.error.kind == "unavailable", gone.text
     assert "is connecting" in gone.error.message
     assert len(remote.calls) == 1
+
+
+async def test_a_tool_added_to_a_running_server_is_listed_last(
+    host_session: Callable[..., Session], eventually: Callable[..., Awaitable[None]]
+) -> None:
+    """External tools are listed in arrival order: a tool a running server adds goes to
+    the end, in the session's listing and in what the session serves over MCP, so what
+    was listed before keeps its bytes (the prompt prefix)."""
+    from mcp import Client
+    from toolweave.mcp import SessionServer
+
+    remote = Remote([_tool("m"), _tool("z")])
+    session = host_session()
+    async with MCPPool(session, {"mem": _config(remote)}):
+        served = SessionServer(session)
+        before = session.definitions_json("anthropic")
+        assert _listed(session) == ["echo", "mcp__mem__m", "mcp__mem__z"]
+        remote.tools = [_tool("a"), *remote.tools]
+        await remote.changed()
+        await eventually(lambda: "mcp__mem__a" in session.external)
+        assert _listed(session) == ["echo", "mcp__mem__m", "mcp__mem__z", "mcp__mem__a"]
+        after = session.definitions_json("anthropic")
+        assert after.startswith(before[:-1])  # the same bytes up to the closing bracket
+        async with Client(served.server) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+        assert names == ["echo", "mcp__mem__m", "mcp__mem__z", "mcp__mem__a"]

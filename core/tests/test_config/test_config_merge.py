@@ -120,8 +120,8 @@ def test_adding_or_removing_external_tools_never_reorders_earlier_tools(builder)
         "edit_file",
         "write_file",
         "m",
-        "a",
         "z",
+        "a",
     ]
     session.unregister_external("z")
     session.unregister_external("a")

@@ -426,12 +426,12 @@ class Session:
         """Definitions of the tools to send to the model, in a provider's ``format``.
 
         Built-in tools come first in configured order, then the listed external tools
-        sorted by client name (see :meth:`set_listed`), so the listing is byte-stable for
-        prompt caches. Built-in tools whose :meth:`Tool.should_list
-        <toolweave.Tool.should_list>` says no for this session (asked once, on the first
-        listing) are left out; they stay callable. The definitions are rendered once per
-        format (and external-tool version), shared and read-only; each call returns a
-        new list of them.
+        in the order they were registered (see :meth:`set_listed`): a new one goes last,
+        so the listing before it stays byte-stable for prompt caches. Built-in tools
+        whose :meth:`Tool.should_list <toolweave.Tool.should_list>` says no for this
+        session (asked once, on the first listing) are left out; they stay callable.
+        The definitions are rendered once per format (and external-tool version),
+        shared and read-only; each call returns a new list of them.
         """
         hidden = self._hidden_now()
         routes = self._view_routes
@@ -455,7 +455,7 @@ class Session:
                 unlisted = self._unlisted
                 extra = [
                     self._external[n].definition
-                    for n in sorted(self._external)
+                    for n in self._external  # arrival order: a new tool goes last
                     if n not in unlisted and n not in hidden
                 ]
                 cached = cached + render(extra, format)
