@@ -45,6 +45,8 @@ PROPAGATION_TARGET_S = 1.0
 """A disable reaches a session in another process within this many seconds."""
 WAIT_S = 5.0
 """How long the parent waits for the child to see a change before calling it lost."""
+START_S = 60.0
+"""How long the child may take to start (a fresh interpreter, imports, the store)."""
 
 _BOTH = ("noop", "simple")
 
@@ -451,10 +453,11 @@ def _reader(stream: Any, lines: queue.Queue[str | None]) -> None:
 
 def _expect(lines: queue.Queue[str | None], word: str, proc: subprocess.Popen[str]) -> list[str]:
     """The child's next line, which must start with ``word``."""
+    wait = START_S if word == "ready" else WAIT_S
     try:
-        line = lines.get(timeout=WAIT_S)
+        line = lines.get(timeout=wait)
     except queue.Empty:
-        raise AssertionError(f"the child did not report {word!r} within {WAIT_S:g} s") from None
+        raise AssertionError(f"the child did not report {word!r} within {wait:g} s") from None
     if line is None:
         err = proc.stderr.read() if proc.stderr is not None else ""
         raise AssertionError(f"the child ended before reporting {word!r}: {err[-500:]}")
