@@ -31,7 +31,7 @@ import anyio
 import anyio.lowlevel
 from anyio.from_thread import run_sync as run_in_loop
 from pydantic import BaseModel, Field
-from toolweave import Context, ErrorKind, ToolError
+from toolweave import Context, ErrorKind, ToolError, preview
 from toolweave.runtime import Notification
 
 from toolweave_shell._notify import EXECUTION_NOTIFICATIONS, end_notification
@@ -363,7 +363,7 @@ class BackgroundTasks:
             known = ", ".join(state.tasks) or "none yet"
             raise ToolError(
                 ErrorKind.NOT_FOUND,
-                f"There is no background task {task_id!r} in this session (tasks: {known}).",
+                f"There is no background task {preview(task_id)!r} in this session (tasks: {known}).",
             )
         return record
 
