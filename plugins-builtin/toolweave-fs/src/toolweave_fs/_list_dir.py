@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from fnmatch import fnmatchcase
+from typing import Annotated
 
 from pydantic import BaseModel, Field, PrivateAttr
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
@@ -24,12 +25,14 @@ class ListDirArgs(BaseModel):
         2, ge=1, le=50, description="How many levels to descend; 1 lists only direct entries."
     )
     """How many levels to descend; 1 lists only the directory's own entries."""
-    ignore: list[str] = Field(
+    ignore: list[Annotated[str, Field(max_length=1000)]] = Field(
         default_factory=list,
+        max_length=100,
         description="Glob patterns of entries to leave out, matched against each entry's "
         'name and its path below the listed directory (e.g. "*.log", "build").',
     )
-    """Extra glob patterns to leave out (added to the configured ones)."""
+    """Extra glob patterns to leave out (added to the configured ones); at most 100 of at
+    most 1000 characters, since each is matched against every entry."""
 
 
 class ListDirParams(BaseModel):
