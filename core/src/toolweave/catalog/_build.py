@@ -73,6 +73,11 @@ class _Planned:
     description: str = ""
     timeout: float | None = None
     known: ToolFacts | None = None
+    stand_in: BaseModel | None = None
+    """For an entry whose params are invalid: its valid params over the defaults, so
+    that problems they cause elsewhere are not reported (see :meth:`_Planner.guesses`)."""
+    unknown: frozenset[str] = frozenset()
+    """The params whose configured value is invalid."""
 
     @property
     def label(self) -> str:
@@ -124,18 +129,20 @@ def _position(issue: ConfigIssue) -> tuple[int, int]:
 
 _TARGET = re.compile(r"\{(tool|name):([^{}\s]+)\}")
 _KIND_VALUES = frozenset(k.value for k in Kind)
+_ALL = frozenset({"*"})
+"""Every param unknown (see :attr:`ToolFacts.unknown`)."""
 
 
-def _placeholder_facts(placeholder: str) -> ToolFacts | None:
-    """A stand-in for the tool a ``{tool:<kind>}`` or ``{name:<id>}`` placeholder
-    names (``None`` for other placeholders and unknown kinds)."""
-    m = _TARGET.fullmatch(placeholder)
-    if m is None:
+def _default_params(tool: ErasedTool) -> BaseModel | None:
+    """The tool's params with every default, or ``None`` (no params model, or one with
+    required fields)."""
+    model = tool.params_type
+    if model is None:
         return None
-    word, value = m.groups()
-    if word == "tool":
-        return ToolFacts(":", value) if value in _KIND_VALUES else None
-    return ToolFacts(value if ":" in value else f":{value}", Kind.OTHER.value)
+    try:
+        return model()
+    except ValidationError:
+        return None
 
 
 _KIND_NEED = re.compile(r"\s*kind:(\w+)\s*")
@@ -346,6 +353,16 @@ class _Planner:
         try:
             p.params = model.model_validate(data)
         except ValidationError as exc:
+            bad: set[str] = set()
+            for err in exc.errors(include_url=False):
+                at = err.get("loc")
+                # An error of the whole model leaves every given param unknown.
+                bad.update((str(at[0]),) if at else data)
+            p.unknown = frozenset(bad)
+            try:
+                p.stand_in = model.model_validate({k: v for k, v in data.items() if k not in bad})
+            except ValidationError:
+                p.stand_in = _default_params(tool)
             for err in exc.errors(include_url=False):
                 loc = ".".join(str(part) for part in err.get("loc", ()))
                 missing = err.get("type") == "missing"
@@ -561,16 +578,45 @@ class _Planner:
         expr = self.unmet.get(id(p))
         if expr is None or not problems:
             return problems
-        wanted = [(q, _placeholder_facts(q.placeholder)) for q in problems]
+        wanted = [(q, self.placeholder_facts(q.placeholder)) for q in problems]
         fakes = tuple(f for _, f in wanted if f is not None)
         if not fakes or not expr.evaluate(SetView(self.view.tools + self.guessed + fakes)):
             return problems
         return [q for q, f in wanted if f is None]
 
-    def guesses(self) -> tuple[ToolFacts, ...]:
-        """What the unresolved entries most likely stand for: every tool an ambiguous id
-        names, the default version of a tool asked for in an unknown version, the
-        closest registered id for an unknown one."""
+    def placeholder_facts(self, placeholder: str) -> ToolFacts | None:
+        """A stand-in for the tool a ``{tool:<kind>}`` or ``{name:<id>}`` placeholder
+        names, its params unknown (configured as the requirement needs): the registered
+        tool when the id names one, else a tool of that kind or id (``None`` for other
+        placeholders and unknown kinds)."""
+        m = _TARGET.fullmatch(placeholder)
+        if m is None:
+            return None
+        word, value = m.groups()
+        if word == "tool":
+            return ToolFacts(":", value) if value in _KIND_VALUES else None
+        for fact in self.registered_facts(self.registry.resolve(value)):
+            return fact
+        fqid = value if ":" in value else f":{value}"
+        return ToolFacts(fqid, Kind.OTHER.value, unknown=_ALL)
+
+    def registered_facts(self, fqids: Iterable[str]) -> list[ToolFacts]:
+        """Facts about the default version of each registered tool, its params unknown
+        (an entry that names it is invalid, or it is not configured yet)."""
+        facts: list[ToolFacts] = []
+        for fqid in fqids:
+            tool = choose_version(fqid, self.registry.versions(fqid), None).tool
+            if tool is not None:
+                facts.append(ToolFacts.of(tool, unknown=_ALL))
+        return facts
+
+    def guesses(self, planned: Iterable[_Planned]) -> tuple[ToolFacts, ...]:
+        """What the unresolved and invalid entries most likely stand for: every tool an
+        ambiguous id names, the default version of a tool asked for in an unknown
+        version, the closest registered id for an unknown one (their params unknown);
+        an entry whose params are invalid, with its valid params over the defaults and
+        the invalid ones unknown. A requirement on an unknown param holds: it might, once
+        the configuration is fixed."""
         known = list(self.registry) + [fq.split(":", 1)[1] for fq in self.registry]
         facts: list[ToolFacts] = []
         for ref in self.unresolved:
@@ -578,10 +624,14 @@ class _Planner:
             if not fqids:
                 close = difflib.get_close_matches(ref, known, n=1)
                 fqids = self.registry.resolve(close[0]) if close else []
-            for fqid in fqids:
-                tool = choose_version(fqid, self.registry.versions(fqid), None).tool
-                if tool is not None:
-                    facts.append(ToolFacts.of(tool))
+            facts += self.registered_facts(fqids)
+        for p in planned:
+            if p.unknown and p.tool is not None:
+                facts.append(
+                    ToolFacts.of(
+                        p.tool, kind=p.kind, params=p.stand_in, name=p.name, unknown=p.unknown
+                    )
+                )
         return tuple(facts)
 
     # -- the whole ----------------------------------------------------------------------------
@@ -608,7 +658,7 @@ class _Planner:
         for p in planned:
             if p.fqid is not None:
                 self.choose(p)
-        self.guessed = self.guesses() if self.unresolved else ()
+        self.guessed = self.guesses(planned)
         self.unique_names(planned)
         usable = self.exclusions([p for p in planned if p.tool is not None])
         for p in usable:

@@ -96,9 +96,13 @@ class ToolFacts:
         params: The effective params as JSON-able data (empty when the tool has none).
         fields: Top-level argument names of the tool's input schema (canonical).
         name: The client-visible name (for messages only).
+        unknown: Top-level params whose value is not known (``*``: all of them), in
+            the stand-ins the build uses to tell follow-on problems from new ones: a
+            ``param:`` predicate on one of them holds, as it might once the
+            configuration is fixed.
     """
 
-    __slots__ = ("_fields", "_params", "_tool", "fqid", "kind", "name")
+    __slots__ = ("_fields", "_params", "_tool", "fqid", "kind", "name", "unknown")
 
     def __init__(
         self,
@@ -108,11 +112,13 @@ class ToolFacts:
         fields: frozenset[str] | None = None,
         name: str = "",
         *,
+        unknown: frozenset[str] = frozenset(),
         _tool: ErasedTool | None = None,
     ) -> None:
         self.fqid = fqid
         self.kind = kind
         self.name = name
+        self.unknown = unknown
         self._params: Any = {} if params is None else params
         self._fields: frozenset[str] | None = (
             frozenset() if fields is None and _tool is None else fields
@@ -175,6 +181,7 @@ class ToolFacts:
         kind: Kind | str | None = None,
         params: Any = None,
         name: str = "",
+        unknown: frozenset[str] = frozenset(),
     ) -> ToolFacts:
         """Facts about an erased handle, with the configured kind and effective params
         (a mapping, or a params model dumped when first asked for)."""
@@ -184,6 +191,7 @@ class ToolFacts:
             {} if params is None else params,
             None,
             name or tool.id,
+            unknown=unknown,
             _tool=tool,
         )
 
@@ -262,6 +270,9 @@ def _compare(op: str, left: Any, right: Any) -> bool:
 def _param_test(ref: str, path: tuple[str, ...], op: str | None, literal: Any) -> _Test:
     def test(view: SetView) -> bool:
         for facts in view.matching(ref):
+            unknown = facts.unknown
+            if unknown and (path[0] in unknown or "*" in unknown):
+                return True
             value = _lookup(facts.params, path)
             if value is _MISSING:
                 continue
