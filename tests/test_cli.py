@@ -246,7 +246,7 @@ def test_describe_shows_arguments_and_json() -> None:
     assert [a["name"] for a in info["arguments"]][:2] == ["path", "offset"]
     assert info["arguments"][0]["required"] is True
     code, _, err = invoke("describe", "nope", "-p", "fs")
-    assert code == 1
+    assert code == 2
     assert_one_line_error(err, "nope", "read_file")
 
 
@@ -317,11 +317,11 @@ def test_call_failure_exits_1_with_the_kind(workspace: Path) -> None:
     assert code == 1
     assert "permission_denied" in err
     code, _, err = invoke("call", "read_file", '{"path":', "-p", "fs")
-    assert code == 1
-    assert "invalid_params" in err
+    assert code == 2  # a mistake on the command line, caught before the call
+    assert "not valid JSON" in err
     code, _, err = invoke("call", "no_tool", "-p", "fs")
-    assert code == 1
-    assert "not_found" in err
+    assert code == 2
+    assert "no tool named 'no_tool'" in err
 
 
 @needs_fs

@@ -320,3 +320,167 @@ def test_a_bad_session_id_is_a_usage_error(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "invalid session id" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# -- 4. configuration discovery -------------------------------------------------------------
+
+
+def invoke(*args: str, input: str | None = None) -> tuple[int, str, str]:
+    """``toolweave ARGS`` in this process (typer's runner): exit code, stdout, stderr."""
+    from toolweave.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, list(args), input=input)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_find_config_stops_at_the_repository_root_and_home(tmp_path: Path) -> None:
+    """The search climbs from the start folder, searches the repository root and stops
+    there; it never searches the home folder unless it starts in it."""
+    from toolweave.cli._discovery import find_config
+
+    home = tmp_path / "home"
+    repo = home / "code" / "repo"
+    deep = repo / "src" / "pkg"
+    deep.mkdir(parents=True)
+    (home / "toolweave.toml").write_text("")
+    assert find_config(deep, home) is None  # the home folder's file is not used
+    assert find_config(home, home) == (home / "toolweave.toml").resolve()
+    (repo / ".git").mkdir()
+    (home / "code" / "toolweave.toml").write_text("")
+    assert find_config(deep, home) is None  # above the repository root
+    (repo / "toolweave.json").write_text("{}")
+    assert find_config(deep, home) == (repo / "toolweave.json").resolve()
+    (repo / "src" / "toolweave.toml").write_text("")
+    assert find_config(deep, home) == (repo / "src" / "toolweave.toml").resolve()
+
+
+@needs_fs
+def test_commands_use_the_configuration_they_find(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tools`, `check` and `call` use a toolweave.toml found above the current folder,
+    $TOOLWEAVE_CONFIG before it, --config before both, and none with --no-config."""
+    monkeypatch.delenv("TOOLWEAVE_CONFIG", raising=False)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "toolweave.toml").write_text('tools = ["read_file"]\n')
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    monkeypatch.chdir(sub)
+
+    def listed(*args: str) -> list[str]:
+        code, out, err = invoke("tools", "-p", "fs", *args)
+        assert code == 0, err
+        return [d["name"] for d in json.loads(out)]
+
+    assert listed() == ["read_file"]
+    assert len(listed("--no-config")) > 1
+    other = tmp_path / "other.toml"
+    other.write_text('tools = ["list_dir"]\n')
+    monkeypatch.setenv("TOOLWEAVE_CONFIG", str(other))
+    assert listed() == ["list_dir"]
+    assert listed("--config", str(tmp_path / "toolweave.toml")) == ["read_file"]
+    code, out, _ = invoke("check", "-p", "fs")
+    assert code == 0
+    assert "other.toml builds" in out
+    code, _, err = invoke("call", "read_file", '{"path": "x"}', "-p", "fs")
+    assert code == 2  # not in the configured set: an unknown tool
+    assert "list_dir" in err
+    monkeypatch.setenv("TOOLWEAVE_CONFIG", str(tmp_path / "missing.toml"))
+    code, _, err = invoke("tools", "-p", "fs")
+    assert code == 2
+    assert "TOOLWEAVE_CONFIG" in err
+    assert "--no-config" in err
+
+
+def test_check_without_a_file_says_none_was_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`toolweave check` with nothing to find is a usage error that says where it looked."""
+    monkeypatch.delenv("TOOLWEAVE_CONFIG", raising=False)
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    code, _, err = invoke("check")
+    assert code == 2
+    assert "no configuration to check" in err
+
+
+@needs_fs
+@pytest.mark.slow
+def test_verbose_output_names_the_configuration(tmp_path: Path) -> None:
+    """`toolweave -v` says which configuration file it used and how it found it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "toolweave.toml").write_text('tools = ["read_file"]\n')
+    (tmp_path / "sub").mkdir()
+    proc = run(["-v", "tools", "-p", "fs"], tmp_path / "sub")
+    assert proc.returncode == 0, proc.stderr
+    assert f"configuration: {tmp_path / 'toolweave.toml'} (found from" in proc.stderr
+
+
+# -- 5. typos on the command line ---------------------------------------------------------
+
+
+@needs_fs
+def test_unknown_tools_get_a_suggestion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`call` and `describe` suggest the closest tool names (as `check` does) and exit 2."""
+    monkeypatch.chdir(tmp_path)
+    for command in (["call", "red_file", "{}"], ["describe", "red_file"]):
+        code, out, err = invoke(*command, "-p", "fs", "--no-config")
+        assert code == 2, err
+        assert "no tool named 'red_file'; did you mean read_file" in err
+        assert "Traceback" not in err
+        assert out == ""
+    code, _, err = invoke("call", "zzzzzz", "-p", "fs", "--no-config")
+    assert code == 2
+    assert "none is close" in err
+
+
+def test_check_and_call_share_one_suggestion() -> None:
+    """The suggestion of the command line is the configuration's, word for word."""
+    from toolweave.catalog._config import did_you_mean
+
+    assert did_you_mean("red_file", ["read_file", "list_dir"]) == "; did you mean read_file?"
+    assert did_you_mean("zzz", ["read_file"]) == ""
+
+
+@needs_fs
+@pytest.mark.parametrize(
+    ("arguments", "position", "advice"),
+    [
+        ('{path: "README.md"}', "column 2", "single quotes"),  # a key without quotes
+        ("{path: README.md}", "column 2", "the shell ate the double quotes"),  # "{"path": …}"
+        ('{"path": "README.md",}', "column 22", "single quotes"),
+    ],
+)
+def test_malformed_json_says_where_and_how_to_quote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arguments: str, position: str, advice: str
+) -> None:
+    """JSON that does not parse is a usage error (exit 2) that shows the place with a
+    caret and says how to quote JSON for a shell, instead of the model's message."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = invoke("call", "read_file", arguments, "-p", "fs")
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert lines[0].startswith("error: the arguments are not valid JSON")
+    assert position in lines[0]
+    assert lines[1].strip() == arguments
+    caret = int(position.split()[-1]) - 1
+    assert lines[2] == "  " + " " * caret + "^"
+    assert advice in lines[3]
+    assert "invalid_params" not in err
+
+
+@needs_fs
+def test_arguments_must_be_an_object(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSON list or string is refused with a hint, as is broken JSON on standard input."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = invoke("call", "read_file", '["README.md"]', "-p", "fs")
+    assert code == 2
+    assert "must be a JSON object, not list" in err
+    code, _, err = invoke("call", "read_file", "-", "-p", "fs", input='{"path": \n')
+    assert code == 2
+    assert "line 2, column 1" in err
+    assert "standard input" in err

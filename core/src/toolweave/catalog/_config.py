@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from toolweave.authoring._tool import Kind
 from toolweave.errors import ConfigError, ConfigIssue
 
-__all__ = ["Mode", "ToolConfig", "ToolSetConfig", "read_config_file"]
+__all__ = ["Mode", "ToolConfig", "ToolSetConfig", "did_you_mean", "read_config_file"]
 
 Mode = Literal["default", "read_only"]
 """Capability filter of a set: ``read_only`` keeps only tools that change nothing."""
@@ -42,6 +42,16 @@ _NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 
 
 _COMPARISONS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+
+def did_you_mean(word: str, known: Iterable[str], n: int = 3) -> str:
+    """``"; did you mean a, b?"`` with the names of ``known`` closest to ``word`` (at most
+    ``n``), or ``""`` when none is close: the suggestion every unknown name gets, in a
+    configuration's problems and on the command line alike."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(dict.fromkeys(known)), n=n)
+    return f"; did you mean {', '.join(close)}?" if close else ""
 
 
 def _expected(err: Any, model: type[BaseModel] | None) -> Any:

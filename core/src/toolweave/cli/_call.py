@@ -26,12 +26,15 @@ from toolweave.cli._common import (
     WorkspaceOpt,
     build_toolset,
     err,
+    fail,
     guarded,
     load_packs,
     out,
     print_json,
     session_id,
+    unknown_tool,
 )
+from toolweave.cli._discovery import NoConfigOpt, resolve_config
 from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
 from toolweave.cli._sources import (
     McpOpt,
@@ -221,6 +224,7 @@ def call(
     ] = None,
     session_name: SessionOpt = DEFAULT_SESSION,
     config: ConfigOpt = None,
+    no_config: NoConfigOpt = False,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
     json_: JsonOpt = False,
@@ -284,10 +288,12 @@ def call(
         toolweave call bash '{"command": "git status"}' --policy policy.toml
     """
     text = sys.stdin.read() if arguments == "-" else arguments
+    check_arguments(text, name, from_stdin=arguments == "-")
     root = workspace or Path.cwd()
     folders = plugin_folders(plugins, no_plugins, root)
     server_file = mcp_file(mcp, no_mcp, root)
     sid = session_id(session_name)
+    config = resolve_config(config, no_config, root)
     toolset = build_toolset(load_packs(packs, exclude), config)
     session = toolset.session(workspace=root, session_id=sid)
     if ask is None:
@@ -309,7 +315,9 @@ def call(
                 loaded.close()
     if json_:
         print_json(result.to_dict())
-    elif result.error is None:
+    if _is_unknown(session, name, result):
+        unknown_tool(name, [d["name"] for d in session.definitions("neutral")])
+    if not json_ and result.error is None:
         sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
         sys.stdout.flush()
     if not json_:
@@ -317,6 +325,53 @@ def call(
     code = exit_code(result)
     if code:
         raise typer.Exit(code)
+
+
+def check_arguments(text: str, name: str, *, from_stdin: bool = False) -> None:
+    """Refuse arguments that are not a JSON object, saying where and how to quote them.
+
+    Raises:
+        CliError: Not JSON (with the position), or JSON but not an object; exit 2.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        lines = text.split("\n")
+        line = lines[exc.lineno - 1] if exc.lineno <= len(lines) else ""
+        where = f"line {exc.lineno}, " if len(lines) > 1 else ""
+        shown = line.strip() and len(line) <= 200
+        pointer = f"\n  {line}\n  {' ' * (exc.colno - 1)}^" if shown else ""
+        if from_stdin:
+            hint = 'standard input must hold one JSON object, such as {"path": "README.md"}'
+        elif '"' not in text and ":" in text:
+            hint = (
+                "the shell ate the double quotes: put the whole JSON in single quotes, "
+                f'e.g. toolweave call {name} \'{{"path": "README.md"}}\''
+            )
+        else:
+            hint = (
+                "put the JSON in single quotes so the shell keeps its double quotes, e.g. "
+                f'toolweave call {name} \'{{"path": "README.md"}}\' (or pass - and '
+                "write it on standard input)"
+            )
+        fail(
+            f"the arguments are not valid JSON: {exc.msg} at {where}column {exc.colno}{pointer}",
+            hint,
+            2,
+        )
+    if not isinstance(value, dict):
+        fail(
+            f"the arguments must be a JSON object, not {type(value).__name__}",
+            f"name each argument: toolweave call {name} '{{\"name\": value}}'",
+            2,
+        )
+
+
+def _is_unknown(session: Session, name: str, result: CallResult) -> bool:
+    """Whether ``result`` says that ``session`` has no tool ``name`` (rather than the
+    tool saying that something it looked for is not found)."""
+    failed = result.error is not None and result.error.kind.value == "not_found"
+    return failed and session.resolve(name) is None
 
 
 def exit_code(result: CallResult) -> int:

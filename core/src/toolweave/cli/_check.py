@@ -13,11 +13,13 @@ from toolweave.cli._common import (
     JsonOpt,
     PacksOpt,
     err,
+    fail,
     guarded,
     load_packs,
     out,
     print_json,
 )
+from toolweave.cli._discovery import resolve_config
 
 if TYPE_CHECKING:
     from toolweave.plugins import PackManager
@@ -28,8 +30,14 @@ __all__ = ["register"]
 @guarded
 def check(
     config: Annotated[
-        Path, typer.Argument(help="The configuration file (.toml or .json).", dir_okay=False)
-    ],
+        Path | None,
+        typer.Argument(
+            help="The configuration file (.toml or .json) [default: $TOOLWEAVE_CONFIG, else "
+            "the nearest toolweave.toml or toolweave.json from here up to the repository root].",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
     json_: JsonOpt = False,
@@ -42,6 +50,7 @@ def check(
 
     **Examples**
 
+        toolweave check                   # the configuration found from here
         toolweave check toolweave.toml
         toolweave check agent.json --packs fs,shell --json
     """
@@ -49,6 +58,15 @@ def check(
 
     from toolweave.plugins import check_config
 
+    if config is None:
+        config = resolve_config(None, False)
+        if config is None:
+            fail(
+                "no configuration to check: none named, none in $TOOLWEAVE_CONFIG, no "
+                "toolweave.toml or toolweave.json here or above (up to the repository root)",
+                "name one: toolweave check FILE",
+                2,
+            )
     manager = load_packs(packs, exclude)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -6,7 +6,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
@@ -35,6 +35,7 @@ __all__ = [
     "out",
     "print_json",
     "session_id",
+    "unknown_tool",
 ]
 
 P = ParamSpec("P")
@@ -140,6 +141,19 @@ class CliError(Exception):
 def fail(message: str, hint: str = "", code: int = 1) -> NoReturn:
     """Stop the command with one error line, an optional hint and an exit code."""
     raise CliError(message, hint, code)
+
+
+def unknown_tool(name: str, known: Sequence[str]) -> NoReturn:
+    """Stop with exit 2: no tool ``name``; the closest of ``known`` are suggested (as
+    ``toolweave check`` does for a configuration) and the hint lists a few."""
+    from toolweave.catalog._config import did_you_mean
+
+    shown = ", ".join(known[:15]) + (", ..." if len(known) > 15 else "")
+    fail(
+        f"no tool named {name!r}{did_you_mean(name, known) or '; none is close'}",
+        f"available: {shown or 'none'} (see `toolweave tools --table`)",
+        2,
+    )
 
 
 def _report(exc: CliError) -> NoReturn:

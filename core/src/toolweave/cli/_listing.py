@@ -20,7 +20,9 @@ from toolweave.cli._common import (
     load_packs,
     out,
     print_json,
+    unknown_tool,
 )
+from toolweave.cli._discovery import NoConfigOpt, resolve_config
 from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
 from toolweave.cli._sources import (
     McpOpt,
@@ -184,6 +186,7 @@ def _entries(session: Session) -> list[ToolEntry]:
 def tools(
     format: FormatOpt = "neutral",
     config: ConfigOpt = None,
+    no_config: NoConfigOpt = False,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
     table: Annotated[
@@ -223,7 +226,7 @@ def tools(
         fail("--table and --json exclude each other", "pick one (JSON is the default)", 2)
     folders = plugin_folders(plugins, no_plugins)
     server_file = mcp_file(mcp, no_mcp)
-    toolset = build_toolset(load_packs(packs, exclude), config)
+    toolset = build_toolset(load_packs(packs, exclude), resolve_config(config, no_config))
     entries: list[ToolEntry] = list(toolset)
     if center is None and role is None and cohort is None and not folders and not server_file:
         definitions = toolset.definitions(format)
@@ -317,6 +320,7 @@ def _type_of(schema: Any) -> str:
 def describe(
     name: Annotated[str, typer.Argument(help="The tool's client-visible name.")],
     config: ConfigOpt = None,
+    no_config: NoConfigOpt = False,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
     json_: JsonOpt = False,
@@ -339,7 +343,7 @@ def describe(
     """
     folders = plugin_folders(plugins, no_plugins)
     server_file = mcp_file(mcp, no_mcp)
-    toolset = build_toolset(load_packs(packs, exclude), config)
+    toolset = build_toolset(load_packs(packs, exclude), resolve_config(config, no_config))
     entry = toolset.get(name)
     names = list(toolset.names)
     if entry is None and (folders or server_file):
@@ -353,10 +357,7 @@ def describe(
             lambda session: (session.external.get(name), [e.name for e in _entries(session)]),
         )
     if entry is None:
-        fail(
-            f"no tool named {name!r}",
-            f"available: {', '.join(names) or 'none'} (see `toolweave tools --table`)",
-        )
+        unknown_tool(name, names)
     tool = entry.tool
     params = entry.params.model_dump(mode="json") if entry.params is not None else None
     info: dict[str, Any] = {

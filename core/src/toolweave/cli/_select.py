@@ -19,6 +19,7 @@ from toolweave.cli._common import (
     out,
     print_json,
 )
+from toolweave.cli._discovery import NoConfigOpt, resolve_config
 from toolweave.cli._registry import CenterOpt, RoleOpt, attached
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ def select(
     json_: JsonOpt = False,
     center: CenterOpt = None,
     config: ConfigOpt = None,
+    no_config: NoConfigOpt = False,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
 ) -> None:
@@ -79,7 +81,7 @@ def select(
     """
     from toolweave.inject import Injector
 
-    toolset = build_toolset(load_packs(packs, exclude), config)
+    toolset = build_toolset(load_packs(packs, exclude), resolve_config(config, no_config))
     session = toolset.session()
     with attached(session, center, role) as registry:
         injector = Injector(

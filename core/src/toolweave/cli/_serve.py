@@ -26,6 +26,7 @@ from toolweave.cli._common import (
     load_packs,
     session_id,
 )
+from toolweave.cli._discovery import NoConfigOpt, resolve_config
 from toolweave.cli._registry import CenterOpt, CohortOpt, RoleOpt, attached
 from toolweave.cli._sources import (
     McpOpt,
@@ -59,6 +60,7 @@ def serve(
     ] = "toolweave",
     session_name: SessionOpt = DEFAULT_SESSION,
     config: ConfigOpt = None,
+    no_config: NoConfigOpt = False,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
     center: CenterOpt = None,
@@ -108,6 +110,7 @@ def serve(
     root = workspace or Path.cwd()
     folders = plugin_folders(plugins, no_plugins, root)
     server_file = mcp_file(mcp, no_mcp, root)
+    config = resolve_config(config, no_config, root)
     toolset = build_toolset(load_packs(packs, exclude), config)
     session = toolset.session(workspace=root, session_id=session_id(session_name))
 
