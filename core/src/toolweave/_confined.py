@@ -125,8 +125,8 @@ class Location:
 
 
 def check_path(asked: str) -> None:
-    """Refuse text that cannot be a path: longer than :data:`MAX_PATH_CHARS`, or holding
-    a NUL character.
+    """Refuse text that cannot be a path: longer than :data:`MAX_PATH_CHARS`, holding a
+    NUL character, or a lone surrogate the file system encoding cannot write.
 
     Raises:
         ToolError: ``invalid_params`` naming the limit or the character.
@@ -141,6 +141,14 @@ def check_path(asked: str) -> None:
         raise ToolError(
             ErrorKind.INVALID_PARAMS, f"the path {preview(asked)!r} contains a NUL character"
         )
+    try:
+        os.fsencode(asked)
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            ErrorKind.INVALID_PARAMS,
+            f"the path {preview(asked)!r} holds a lone surrogate at position {exc.start}, "
+            "which no file name can hold",
+        ) from None
 
 
 def _denied(asked: str, root: str, *, via_link: bool) -> ToolError:
