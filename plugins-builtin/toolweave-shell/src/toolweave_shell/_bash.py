@@ -226,6 +226,11 @@ class Bash(Tool[BashArgs, BashOutput]):
         params = ctx.params(BashParams)
         terminal = terminal_of(ctx)
         env = environment_of(ctx)
+        if "\x00" in args.command:
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS,
+                f"`{ctx.param_name('command')}` holds a NUL character, which no command can hold",
+            )
         if args.is_background:
             if not params.enabled_background:
                 raise ToolError(
