@@ -255,7 +255,7 @@ def test_functions_get_their_keyword_arguments() -> None:
     args = erase(place).parse('{"at": {"x": 1, "y": 2}}')
     assert args == {"at": Point(x=1, y=2), "tags": None}
     assert isinstance(args["at"], Point)
-    assert "args_model" not in place.__dict__
+    assert "args_model" not in type(place).__dict__
 
 
 @pytest.mark.parametrize(

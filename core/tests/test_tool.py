@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Annotated, Any, Literal
 
@@ -448,6 +449,54 @@ async def test_decorated_sync_and_async_functions_run(make_session: Any) -> None
     assert b.is_async is False
 
 
+async def test_decorated_functions_stay_callable(make_session: Any) -> None:
+    """Calling an @tool function calls the function itself, sync or async, with or
+    without a context, and the same object is still the tool a session calls."""
+
+    @tool(blocking=False)
+    def double(x: int) -> int:
+        """Double."""
+        return x * 2
+
+    @tool
+    async def increment(x: int) -> int:
+        """Increment."""
+        return x + 1
+
+    @tool
+    def where(ctx: Context, name: str) -> str:
+        """Where, with the context."""
+        return f"{ctx.call_id}:{name}"
+
+    @tool
+    async def where_async(ctx: Context, name: str) -> str:
+        """Where, asynchronously."""
+        return f"{ctx.call_id}:{name}"
+
+    assert double(4) == 8
+    assert await increment(x=1) == 2
+    assert find("p", limit=1) == ["p"]
+    session = make_session(double, increment, where, where_async)
+    ctx = Context(session, None, "direct")
+    assert where(ctx, "a") == "direct:a"
+    assert await where_async(ctx, name="b") == "direct:b"
+    assert (await session.call("double", {"x": 3})).output == 6
+    assert (await session.call("where_async", {"name": "c"}, "id-7")).output == "id-7:c"
+    with pytest.raises(TypeError):
+        double()  # type: ignore[call-arg]
+
+
+def test_decorated_functions_read_as_the_function() -> None:
+    """Name, docstring and signature are the function's; @tool over a tool returns it
+    unchanged, and options for one that is already a tool are refused."""
+    assert find.__name__ == "find"
+    assert (find.__doc__ or "").startswith("Find things")
+    assert list(inspect.signature(find).parameters) == ["pattern", "limit", "mode"]
+    assert tool(find) is find
+    with pytest.raises(TypeError, match="already a tool"):
+        tool(id="other")(find)
+
+
 def test_decorated_model_is_built_lazily() -> None:
     """@tool and its registration create no Args model, and neither does a call: the
     arguments are validated into keyword arguments. Asking for the model creates it."""
@@ -458,9 +507,9 @@ def test_decorated_model_is_built_lazily() -> None:
         return x
 
     erased = erase(lazy)
-    assert "args_model" not in lazy.__dict__
+    assert "args_model" not in type(lazy).__dict__
     assert erased.parse({"x": 1}) == {"x": 1}
-    assert "args_model" not in lazy.__dict__
+    assert "args_model" not in type(lazy).__dict__
     assert lazy.args_model.__pydantic_complete__ is True
     assert erased.args_model is lazy.args_model
     assert erased.parse(lazy.args_model(x=2)) == {"x": 2}
@@ -487,16 +536,16 @@ async def test_decorated_args_models_are_created_only_when_asked_for(
     listing them; asking for the model creates it."""
     tools = _many_tools(200)
     session = make_session(*tools)
-    assert not any("args_model" in t.__dict__ for t in tools)
+    assert not any("args_model" in type(t).__dict__ for t in tools)
     result = await session.call("t150", '{"a": "x", "b": 2}')
     assert result.output == "x:2"
-    assert not any("args_model" in t.__dict__ for t in tools)
+    assert not any("args_model" in type(t).__dict__ for t in tools)
     defs = session.definitions("openai")
     assert len(defs) == 200
     assert set(defs[7]["function"]["parameters"]["properties"]) == {"a", "b"}
-    assert not any("args_model" in t.__dict__ for t in tools)
+    assert not any("args_model" in type(t).__dict__ for t in tools)
     assert defs[7]["function"]["parameters"] == tools[7].args_model.model_json_schema()
-    assert "args_model" in tools[7].__dict__
+    assert "args_model" in type(tools[7]).__dict__
 
 
 def test_a_requirement_reads_fields_of_lazy_tools(make_session: Any) -> None:

@@ -176,7 +176,7 @@ def test_requirements_are_evaluated_without_models():
         toolset = builder.build()
         assert not [d for d in dumps if d == "Limits"]
     assert len(toolset) == 100
-    assert [t.__name__ for t in tools if "args_model" in t.__dict__] == ["T2Tool"]
+    assert [type(t).__name__ for t in tools if "args_model" in type(t).__dict__] == ["T2Tool"]
 
     tools = _function_tools(50, {0: "param:t1.depth == 3", 3: "param:t4.depth"})
     builder = ToolSetBuilder()
@@ -188,7 +188,7 @@ def test_requirements_are_evaluated_without_models():
     assert toolset.names[:3] == ["t0", "t1", "t2"]
     assert "t3" not in toolset
     assert dumps.count("Limits") == 1
-    assert not any("args_model" in t.__dict__ for t in tools)
+    assert not any("args_model" in type(t).__dict__ for t in tools)
 
 
 def test_lazy_facts_equal_given_ones():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import re
 import typing
@@ -14,7 +15,9 @@ from typing import (
     ClassVar,
     Generic,
     Literal,
+    ParamSpec,
     TypeVar,
+    cast,
     get_args,
     get_origin,
     overload,
@@ -109,8 +112,11 @@ class Capabilities:
 
     Attributes:
         read_only: ``True`` when the tool changes nothing; ``None`` derives it from the kind.
-        scope: What the tool reaches: ``"workspace"``, ``"system"``, ``"network"`` or
-            ``"none"``.
+        scope: What the tool reaches: ``"workspace"`` (files under the session's
+            workspace), ``"system"`` (processes, the rest of the machine),
+            ``"network"`` or ``"none"``; external tools are ``"external"``. A
+            declaration for hosts and reviewers (``entry.tool.capabilities.scope``):
+            nothing enforces it, a tool confines itself (``Workspace.resolve``).
         concurrency_safe: Whether calls may run concurrently with other calls of a batch;
             ``None`` means "when read-only".
         blocking: For synchronous code only: ``True`` (the default) runs it in a worker
@@ -318,7 +324,7 @@ class _LazyArgs:
     model replaces this descriptor on the tool class once created.
     """
 
-    def __get__(self, obj: object, owner: type[FunctionTool]) -> type[BaseModel]:
+    def __get__(self, obj: object, owner: type[FunctionTool[..., Any]]) -> type[BaseModel]:
         spec = owner.__dict__.get("args_spec")
         if spec is None:
             raise AttributeError(f"{owner.__qualname__} has no Args model")
@@ -335,8 +341,18 @@ class _LazyArgs:
         return model
 
 
-class FunctionTool(Tool[Any, Any]):
-    """A tool made from a plain function by :func:`tool`; not subclassed by users."""
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class FunctionTool(Tool[Any, Any], Generic[P, R]):
+    """A tool made from a plain function by :func:`tool`; not subclassed by users.
+
+    What ``@tool`` returns is an instance of a subclass made for the function: a tool
+    to register (``builder.add(fn)``), whose class attributes (``id``, ``description``,
+    ``args_model``...) read as on any tool, and the function itself when called,
+    with the function's signature (``fn(2, 3)``, ``await fn(ctx, x=1)``).
+    """
 
     fn: ClassVar[Callable[..., Any]]
     takes_context: ClassVar[bool] = False
@@ -346,9 +362,14 @@ class FunctionTool(Tool[Any, Any]):
     without one (see :mod:`toolweave.catalog._arguments`)."""
     args_model = _LazyArgs()
 
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call the decorated function directly: no validation, no session, no hooks
+        (a ``ctx`` parameter takes whatever is passed)."""
+        return cast("R", self.fn(*args, **kwargs))
+
 
 @overload
-def tool(fn: Callable[..., Any], /) -> type[FunctionTool]: ...
+def tool(fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
 @overload
 def tool(
     fn: None = None,
@@ -358,6 +379,7 @@ def tool(
     kind: Kind = Kind.OTHER,
     description: str | None = None,
     read_only: bool | None = None,
+    scope: str = "workspace",
     blocking: bool = True,
     concurrency_safe: bool | None = None,
     timeout: float | None = None,
@@ -372,7 +394,7 @@ def tool(
     emitted_notifications: tuple[str, ...] = (),
     strict_arguments: bool | None = None,
     examples: Iterable[dict[str, Any]] = (),
-) -> Callable[[Callable[..., Any]], type[FunctionTool]]: ...
+) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
 def tool(
@@ -383,6 +405,7 @@ def tool(
     kind: Kind = Kind.OTHER,
     description: str | None = None,
     read_only: bool | None = None,
+    scope: str = "workspace",
     blocking: bool = True,
     concurrency_safe: bool | None = None,
     timeout: float | None = None,
@@ -397,8 +420,8 @@ def tool(
     emitted_notifications: tuple[str, ...] = (),
     strict_arguments: bool | None = None,
     examples: Iterable[dict[str, Any]] = (),
-) -> type[FunctionTool] | Callable[[Callable[..., Any]], type[FunctionTool]]:
-    """Turn a typed function (sync or async) into a tool class.
+) -> FunctionTool[Any, Any] | Callable[[Callable[..., Any]], FunctionTool[Any, Any]]:
+    """Turn a typed function (sync or async) into a tool that is still the function.
 
     ``Args`` is derived from the signature, parameter descriptions from the docstring's
     parameter section (Google ``Args:``, Sphinx ``:param x:`` or NumPy ``Parameters``),
@@ -418,15 +441,26 @@ def tool(
         ...     return a + b
         >>> add.id, sorted(add.args_model.model_fields)
         ('add', ['a', 'b'])
+        >>> add(2, 3)
+        5
 
-    ``strict_arguments`` and ``examples`` are as on :class:`Capabilities` and
-    :class:`Tool`; the other options set the class attributes of the same names.
+    ``read_only``, ``scope``, ``blocking``, ``concurrency_safe``, ``timeout`` and
+    ``strict_arguments`` are as on :class:`Capabilities`; the other options set the
+    class attributes of :class:`Tool` of the same names.
 
     Returns:
-        A :class:`FunctionTool` subclass; register it with ``ToolSetBuilder.add``.
+        A :class:`FunctionTool`: register it with ``ToolSetBuilder.add``; calling it
+        calls the function, with the function's signature and result. ``@tool`` on
+        something it already made returns it unchanged.
+
+    Raises:
+        TypeError: The function takes ``*args`` or ``**kwargs``, or options are given
+            for something that is already a tool.
     """
 
-    def wrap(func: Callable[..., Any]) -> type[FunctionTool]:
+    def wrap(func: Callable[..., Any]) -> FunctionTool[Any, Any]:
+        if isinstance(func, FunctionTool):
+            raise TypeError(f"@tool(...) {func.id}: already a tool; give all options to one @tool")
         summary, arg_docs = _parse_docstring(func.__doc__)
         try:
             hints = typing.get_type_hints(func, include_extras=True)
@@ -458,6 +492,7 @@ def tool(
         output_type = hints.get("return", Any)
         caps = Capabilities(
             read_only=read_only,
+            scope=scope,
             concurrency_safe=concurrency_safe,
             blocking=blocking,
             timeout=timeout,
@@ -492,8 +527,13 @@ def tool(
             "__module__": func.__module__,
             "__doc__": func.__doc__,
         }
-        return type(model_name[:-4] + "Tool", (FunctionTool,), attrs)
+        made: FunctionTool[Any, Any] = type(model_name[:-4] + "Tool", (FunctionTool,), attrs)()
+        # The instance reads as the function: name, docstring, signature, source line.
+        functools.update_wrapper(made, func)
+        return made
 
+    if isinstance(fn, FunctionTool):
+        return fn  # e.g. @register_tool over @tool: already made
     if fn is not None:
         return wrap(fn)
     return wrap

@@ -420,7 +420,9 @@ class ErasedTool:
         return self._validate_python(data)
 
 
-def _plain_parameters(cls: type[FunctionTool]) -> tuple[str, tuple[Parameter, ...]] | None:
+def _plain_parameters(
+    cls: type[FunctionTool[..., Any]],
+) -> tuple[str, tuple[Parameter, ...]] | None:
     """An ``@tool`` function's ``Args`` title and parameters, when none of them needs
     the model (see :mod:`toolweave.catalog._arguments`)."""
     spec = cls.args_spec
@@ -430,7 +432,7 @@ def _plain_parameters(cls: type[FunctionTool]) -> tuple[str, tuple[Parameter, ..
 
 
 def _function_validators(
-    cls: type[FunctionTool], strict: bool
+    cls: type[FunctionTool[..., Any]], strict: bool
 ) -> tuple[Callable[[Any], dict[str, Any]], Callable[[Any], dict[str, Any]]]:
     """Validators of an ``@tool`` function's arguments, returning its keyword arguments:
     composed without a model where that is faithful, else the ``Args`` model's (both
@@ -451,7 +453,9 @@ def _function_validators(
     return from_json, from_python
 
 
-def _invoke_function(tool_cls: type[FunctionTool]) -> tuple[Callable[[Any, Any], Any], bool]:
+def _invoke_function(
+    tool_cls: type[FunctionTool[..., Any]],
+) -> tuple[Callable[[Any, Any], Any], bool]:
     fn = tool_cls.fn
     takes_ctx = tool_cls.takes_context
     if tool_cls.is_async:
