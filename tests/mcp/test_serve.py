@@ -329,3 +329,17 @@ async def test_unknown_tools_and_closed_clients_do_not_break_the_server(
     await served.notify_tools_changed()  # the legacy client is gone: no exception
     async with Client(served.server) as client:
         assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
+
+
+def test_cancelling_serve_http_is_clean_and_frees_the_port() -> None:
+    """Cancelling ``serve_http`` from code while clients of both eras hold streams open
+    returns without a traceback or an error line (asyncio's exit included), and the port
+    can be served again at once."""
+    script = Path(__file__).parent / "servers" / "cancel_http.py"
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["returned", "returned", "served", "again"]
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "ERROR" not in done.stderr, done.stderr

@@ -21,6 +21,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolweave.errors import UsageError
+from toolweave.mcp._connection import describe
 from toolweave.mcp._convert import call_result_to_mcp
 from toolweave.results import Progress
 
@@ -216,6 +217,10 @@ class SessionServer:
     ) -> None:
         """Serve streamable HTTP on ``host:port`` until cancelled.
 
+        Cancelled, it ends the streams clients hold open (:meth:`_end_streams`), lets
+        requests in flight finish for up to 2 s, and returns without a traceback, the
+        port closed.
+
         Args:
             host: Interface to bind (loopback by default).
             port: TCP port; ``0`` picks a free one.
@@ -249,12 +254,42 @@ class SessionServer:
             if on_ready is not None:
                 on_ready(url)
 
+        async def run() -> None:
+            # Shielded: cancelled mid-serve, uvicorn would skip its shutdown and leave
+            # the app's lifespan task to die with a traceback. It stops on should_exit
+            # instead (within its 0.1 s tick and the graceful shutdown's 2 s).
+            try:
+                with anyio.CancelScope(shield=True):
+                    await server.serve(sockets=[sock])
+            finally:
+                stopped.set()
+
+        stopped = anyio.Event()
         with sock:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.watch)
                 tg.start_soon(announce)
-                await server.serve(sockets=[sock])
-                tg.cancel_scope.cancel()
+                tg.start_soon(run)
+                try:
+                    await stopped.wait()
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._end_streams()
+                    server.should_exit = True
+                    tg.cancel_scope.cancel()
+
+    async def _end_streams(self) -> None:
+        """End the streams clients keep open, so that the HTTP server's shutdown does not
+        wait for them and then cut them off: listen streams (2026-07-28) close
+        gracefully; 2025-era sessions are terminated (their GET streams end)."""
+        self._listen.close()
+        manager = getattr(self.server, "_session_manager", None)
+        sessions = getattr(manager, "_server_instances", None)
+        for transport in list(sessions.values()) if isinstance(sessions, dict) else ():
+            try:
+                await transport.terminate()
+            except Exception as exc:  # a session ending on its own meanwhile
+                logger.debug("terminating an MCP session at shutdown: %s", describe(exc))
 
 
 async def serve_stdio(session: Session, **options: Any) -> None:
