@@ -9,6 +9,7 @@ import textwrap
 from collections.abc import AsyncIterator
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
@@ -229,6 +230,58 @@ def test_each_check_reports_its_problem() -> None:
     assert any("must fail as invalid_params, got success" in m for m in messages)
     assert any("argument `env` has no description" in m for m in messages)
     assert {p.check for p in check_toolset(builder.build(), skip=CHECKS)} == set()
+
+
+class Unkeyed(BaseModel):
+    """State stored under its module and class name."""
+
+    seen: int = 0
+
+
+class Keyed(BaseModel):
+    """State with a key of its own."""
+
+    state_key: ClassVar[str] = "docs.keyed"
+    seen: int = 0
+
+
+class KeyedToo(BaseModel):
+    """State that takes another model's key."""
+
+    state_key: ClassVar[str] = "docs.keyed"
+    seen: int = 0
+
+
+class InheritsKey(Keyed):
+    """State that only inherits its parent's key."""
+
+
+def test_state_models_need_a_key_of_their_own() -> None:
+    """A state model without its own state_key, or with another model's, is a state
+    problem naming the model and the key it would be stored under."""
+
+    @tool(kind=Kind.OTHER, state=(Unkeyed, Keyed))
+    def remember() -> str:
+        """Remember. Not for files."""
+        return "ok"
+
+    @tool(kind=Kind.OTHER, state=(Keyed, KeyedToo, InheritsKey))
+    def recall() -> str:
+        """Recall. Not for files."""
+        return "ok"
+
+    builder = ToolSetBuilder()
+    builder.add_all([remember, recall])
+    problems = [p for p in check_toolset(builder.build()) if p.check == "state"]
+    assert [(p.tool, p.message.split(" ")[2]) for p in problems] == [
+        ("remember", f"{__name__}.Unkeyed"),
+        ("recall", f"{__name__}.KeyedToo"),
+        ("recall", f"{__name__}.InheritsKey"),
+    ]
+    assert f"stored under '{__name__}:Unkeyed'" in problems[0].message
+    assert "moving or renaming the class loses" in problems[0].message
+    assert "share the state_key 'docs.keyed'" in problems[1].message
+    assert check_toolset(builder.build(), skip=["state"]) == []
 
 
 class Span(BaseModel):

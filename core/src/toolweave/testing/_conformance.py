@@ -11,6 +11,10 @@ Checks (each has a name, usable in ``skip=``):
   description says what not to use it for (``do not use``, ``not for``, ``never``,
   ``instead``, ``rather than``, ``only when``...: :func:`toolweave.inject.says_what_not`,
   the heuristic ``toolweave check`` and the injector apply too).
+- ``state``: every state model a tool declares names its store key on the class itself
+  (``state_key: ClassVar[str] = "pack.thing"``), and no two models share a key.
+  Without one the key is the module and class name, so moving or renaming the class
+  silently loses what sessions stored under the old name.
 - ``round_trip``: arguments the schema accepts are accepted by the tool, dump back to
   JSON and parse to the same arguments; a strict-mode reply (``null`` for every
   optional argument) is accepted too.
@@ -44,6 +48,7 @@ from toolweave.errors import ErrorKind, ToolError, ToolweaveError
 from toolweave.formats import FORMATS, drop_optional_nulls, render, to_strict_schema
 from toolweave.formats._schema import resolve_ref
 from toolweave.inject import NOT_FOR_HINT, says_what_not
+from toolweave.state import state_key
 
 if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolEntry, ToolSet
@@ -61,7 +66,17 @@ __all__ = [
 
 logger = logging.getLogger("toolweave.testing")
 
-CHECKS = ("load", "name", "schema", "formats", "description", "round_trip", "errors", "calls")
+CHECKS = (
+    "load",
+    "name",
+    "schema",
+    "formats",
+    "description",
+    "state",
+    "round_trip",
+    "errors",
+    "calls",
+)
 """Every check, in the order they run."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -235,6 +250,37 @@ def _description_problems(entry: ToolEntry) -> list[Problem]:
         if not (isinstance(node, Mapping) and str(node.get("description", "")).strip()):
             problems.append(
                 Problem("description", entry.name, f"argument `{key}` has no description")
+            )
+    return problems
+
+
+def _state_problems(entry: ToolEntry, keys: dict[str, type[BaseModel]]) -> list[Problem]:
+    """Problems of the state models ``entry`` declares; ``keys`` gathers the key of
+    every model seen so far in the set, to find two models sharing one."""
+    problems: list[Problem] = []
+    for model in entry.tool.state_types:
+        declared = vars(model).get("state_key")
+        name = f"{model.__module__}.{model.__qualname__}"
+        if not (isinstance(declared, str) and declared):
+            problems.append(
+                Problem(
+                    "state",
+                    entry.name,
+                    f"state model {name} declares no state_key, so it is stored under "
+                    f"{state_key(model)!r} and moving or renaming the class loses the "
+                    'stored state; declare state_key: ClassVar[str] = "<pack>.<name>"',
+                )
+            )
+            continue
+        other = keys.setdefault(declared, model)
+        if other is not model:
+            problems.append(
+                Problem(
+                    "state",
+                    entry.name,
+                    f"state models {name} and {other.__module__}.{other.__qualname__} "
+                    f"share the state_key {declared!r}; give each its own",
+                )
             )
     return problems
 
@@ -454,6 +500,7 @@ def check_toolset(
         Every problem found; empty when the set conforms.
     """
     problems: list[Problem] = []
+    state_keys: dict[str, type[BaseModel]] = {}
     for entry in toolset:
         if "name" not in skip and not _NAME.match(entry.name):
             problems.append(
@@ -465,6 +512,8 @@ def check_toolset(
             problems += _format_problems(entry)
         if "description" not in skip:
             problems += _description_problems(entry)
+        if "state" not in skip:
+            problems += _state_problems(entry, state_keys)
         if "round_trip" not in skip:
             problems += _round_trip_problems(entry)
     if "errors" not in skip and len(toolset):
