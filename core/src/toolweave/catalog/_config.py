@@ -25,8 +25,9 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -42,6 +43,8 @@ _NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 
 
 _COMPARISONS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+_CHOICE_ERRORS = frozenset({"enum", "literal_error"})
+"""Errors whose message lists every allowed value (``Input should be 'read', ...``)."""
 
 
 def did_you_mean(word: str, known: Iterable[str], n: int = 3) -> str:
@@ -75,6 +78,22 @@ def _expected(err: Any, model: type[BaseModel] | None) -> Any:
     return None
 
 
+def _choices(err: Any, model: type[BaseModel] | None) -> list[Any] | None:
+    """The allowed values of the enum or literal field ``err`` is about, as data."""
+    loc = err.get("loc", ())
+    if err.get("type") not in _CHOICE_ERRORS or model is None or len(loc) != 1:
+        return None
+    field = model.model_fields.get(str(loc[0]))
+    if field is None:
+        return None
+    for arg in (field.annotation, *get_args(field.annotation)):
+        if isinstance(arg, type) and issubclass(arg, Enum):
+            return [member.value for member in arg]
+        if get_origin(arg) is Literal:
+            return list(get_args(arg))
+    return None
+
+
 def _config_issues(
     exc: ValidationError,
     root: str = "",
@@ -88,12 +107,22 @@ def _config_issues(
         path = root
         for part in err.get("loc", ()):
             path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        message, expected = err.get("msg", "invalid value"), _expected(err, model)
+        choices = _choices(err, model)
+        if choices is not None:  # the message would list them, and "expected" again
+            actual = err.get("input")
+            message = "not one of the allowed values" + did_you_mean(
+                str(actual), [str(c) for c in choices], n=1
+            )
+            expected = choices
+        elif err.get("type") == "string_pattern_mismatch":
+            message = "does not match the pattern"  # which one: in "expected"
         issues.append(
             ConfigIssue(
                 tool_id,
-                err.get("msg", "invalid value"),
+                message,
                 path=path,
-                expected=_expected(err, model),
+                expected=expected,
                 actual=err.get("input") if err.get("type") != "missing" else None,
                 tag="invalid_config",
             )
@@ -158,11 +187,15 @@ def _parse_config(data: Any, *, source: str = "") -> _ParsedConfig:
             except ValidationError as exc:
                 raw_id = entry.get("id") if isinstance(entry, Mapping) else None
                 tool_id = raw_id if isinstance(raw_id, str) and raw_id else ""
-                if tool_id:
-                    left_out.append(tool_id)
                 issues += _config_issues(
                     exc, f"tools[{i}]", tool_id=tool_id or f"tools[{i}]", model=ToolConfig
                 )
+                if tool_id:  # what it stands for is uncertain: no follow-on issues
+                    left_out.append(tool_id)
+                rest = _valid_rest(entry, exc)
+                if rest is not None:  # its id, params and renames are still checked
+                    tools.append(rest)
+                    positions.append(i)
     elif raw_tools is not None:
         tools = []
         issues.append(
@@ -177,6 +210,21 @@ def _parse_config(data: Any, *, source: str = "") -> _ParsedConfig:
         )
     config = ToolSetConfig.model_validate({**options, "tools": tools})
     return _ParsedConfig(config, issues, tuple(positions), tuple(left_out))
+
+
+def _valid_rest(entry: Any, exc: ValidationError) -> ToolConfig | None:
+    """The entry without the fields ``exc`` found invalid (a bad ``kind`` or ``name``
+    then hides none of the entry's other problems: its id, params and renames are still
+    checked against the registered tools); ``None`` when its id itself is invalid."""
+    if not isinstance(entry, Mapping):
+        return None
+    bad = {str(e["loc"][0]) for e in exc.errors(include_url=False) if e.get("loc")}
+    if not bad or "id" in bad:
+        return None
+    try:
+        return ToolConfig.model_validate({k: v for k, v in entry.items() if k not in bad})
+    except ValidationError:
+        return None
 
 
 class ToolConfig(BaseModel):
