@@ -1,4 +1,5 @@
-"""Development sessions: ``nox -s tests``, ``lint``, ``types``, ``wheels``, ``bench``, ``demo``.
+"""Development sessions: ``nox -s tests``, ``lint``, ``types``, ``wheels``, ``bench``, ``soak``,
+``demo``.
 
 Every session gets its own venv (made by uv) holding the whole workspace, every member
 installed editable, plus the ``dev`` dependency group, exactly as ``uv.lock`` pins them.
@@ -8,6 +9,7 @@ when a member's dependencies changed, as ``uv run`` does.
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -79,6 +81,22 @@ def bench(session: nox.Session) -> None:
     session.install("-r", "benchmarks/requirements.txt")
     session.install("--no-deps", "-r", "benchmarks/requirements-data.txt")
     session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session
+def soak(session: nox.Session) -> None:
+    """The load figures and the long soaks of ``tests/robustness`` (tests marked ``soak``);
+    they print their figures and write them to ``benchmarks/SOAK.md``. The mixed soak
+    runs 30 minutes unless told otherwise: ``nox -s soak -- --soak-minutes 2``."""
+    _sync(session)
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--soak-minutes", type=float, default=30.0)
+    known, rest = parser.parse_known_args(session.posargs)
+    minutes = known.soak_minutes
+    args = ["--soak-minutes", f"{minutes:g}", *rest]
+    # pytest-timeout's 300 s per test would stop the mixed soak: give it its length.
+    timeout = f"--timeout={int(minutes * 60) + 900}"
+    session.run("python", "-m", "pytest", "tests/robustness", "-m", "soak", timeout, *args)
 
 
 @nox.session
