@@ -1,0 +1,197 @@
+"""The media tools end to end: the shipped OpenAI client against the scripted service,
+files saved into the workspace, video jobs polled with progress, deadlines and
+cancellation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import openai
+import pytest
+from toolweave import ErrorKind, Progress, Resources
+from toolweave_media import OpenAIMediaClient
+
+from .conftest import MP4, PNG, Service, SessionFactory
+
+pytestmark = pytest.mark.anyio
+
+FAST = {"poll_interval_s": 0.01}
+
+
+def tools(**params: Any) -> dict[str, Any]:
+    return {
+        "tools": [
+            {"id": name, "params": params} for name in ("image_gen", "video_gen", "image_to_video")
+        ]
+    }
+
+
+async def test_images_are_saved_with_their_metadata(
+    make_session: SessionFactory, service: Service, workspace: Path
+) -> None:
+    """Two images land in the media folder under a name made from the prompt, with
+    the service's revised prompt; a second call never replaces them; a path of the
+    model's is used as given."""
+    session = make_session()
+    first = await session.call("image_gen", {"prompt": "A cat, painted in oils", "count": 2})
+    assert first.error is None, first.text
+    assert (workspace / "media" / "a-cat-painted-in-oils.png").read_bytes() == PNG
+    assert (workspace / "media" / "a-cat-painted-in-oils-2.png").read_bytes() == PNG
+    assert "Saved `media/a-cat-painted-in-oils.png` (72 bytes)" in first.text
+    assert "revised_prompt: a cat, painted" in first.text
+    again = await session.call("image_gen", {"prompt": "A cat, painted in oils"})
+    assert "media/a-cat-painted-in-oils-3.png" in again.text
+    named = await session.call(
+        "image_gen", {"prompt": "logo", "path": "assets/logo.png", "size": "1024x1024"}
+    )
+    assert named.error is None, named.text
+    assert (workspace / "assets" / "logo.png").read_bytes() == PNG
+    (_, path, _, body) = service.requests[-1]
+    assert path == "/v1/images/generations"
+    assert b'"size": "1024x1024"' in body or b'"size":"1024x1024"' in body
+
+
+async def test_image_problems_are_typed(
+    make_session: SessionFactory, workspace: Path, tmp_path: Path
+) -> None:
+    """A refused prompt is invalid_params with the service's words; a path outside the
+    workspace is refused before anything is written; too many images are refused."""
+    session = make_session(tools(max_images=2))
+    refused = await session.call("image_gen", {"prompt": "something forbidden"})
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.INVALID_PARAMS
+    assert "the prompt was refused" in refused.text
+    outside = await session.call("image_gen", {"prompt": "x", "path": "../escape.png"})
+    assert outside.error is not None
+    assert outside.error.kind is ErrorKind.PERMISSION_DENIED
+    assert not (tmp_path / "escape.png").exists()
+    many = await session.call("image_gen", {"prompt": "x", "count": 3})
+    assert many.error is not None
+    assert many.error.kind is ErrorKind.INVALID_PARAMS
+    assert "at most 2 images" in many.text
+
+
+async def test_video_streams_progress_and_is_saved(
+    make_session: SessionFactory, service: Service, workspace: Path
+) -> None:
+    """The job is polled until done, each change reported as progress, then the
+    video is downloaded and saved with the job's metadata."""
+    session = make_session(tools(**FAST))
+    items: list[Any] = []
+    async with session.stream("video_gen", {"prompt": "waves at dusk", "seconds": 4}) as stream:
+        async for item in stream:
+            items.append(item)
+    progress = [i for i in items if isinstance(i, Progress)]
+    assert [p.message for p in progress] == [
+        "video job video_1: queued",
+        "video job video_1: in_progress",
+        "video job video_1: completed",
+    ]
+    assert [p.progress for p in progress] == [0, 30, 100]
+    result = items[-1]
+    assert result.error is None, result.text
+    assert (workspace / "media" / "waves-at-dusk.mp4").read_bytes() == MP4
+    assert "video_id: video_1" in result.text
+    assert "model: veo-3" in result.text
+    assert service.deleted == []
+
+
+async def test_image_to_video_sends_the_workspace_image(
+    make_session: SessionFactory, service: Service, workspace: Path
+) -> None:
+    """The image is read from the workspace and sent as the job's input reference;
+    a file that is not an image, and a missing one, are refused before any job."""
+    (workspace / "still.png").write_bytes(PNG)
+    (workspace / "notes.txt").write_text("words")
+    session = make_session(tools(**FAST))
+    made = await session.call(
+        "image_to_video",
+        {"prompt": "it starts to rain", "image_path": "still.png", "path": "rain.mp4"},
+    )
+    assert made.error is None, made.text
+    assert (workspace / "rain.mp4").read_bytes() == MP4
+    (request,) = service.videos
+    assert (request.image, request.image_name, request.prompt) == (
+        PNG,
+        "still.png",
+        "it starts to rain",
+    )
+    for args, kind in (
+        ({"image_path": "notes.txt"}, ErrorKind.INVALID_PARAMS),
+        ({"image_path": "nothing.png"}, ErrorKind.NOT_FOUND),
+    ):
+        refused = await session.call("image_to_video", {"prompt": "x", **args})
+        assert refused.error is not None
+        assert refused.error.kind is kind, refused.text
+    assert len(service.videos) == 1
+
+
+async def test_failed_job_and_deadline(
+    make_session: SessionFactory, service: Service, workspace: Path
+) -> None:
+    """A failed job is an execution_error with the service's reason (not cancelled);
+    a job still running at the deadline is a timeout and is cancelled at the service."""
+    service.fail_jobs = True
+    failed = await make_session(tools(**FAST)).call("video_gen", {"prompt": "x"})
+    assert failed.error is not None
+    assert failed.error.kind is ErrorKind.EXECUTION_ERROR
+    assert "the content was refused" in failed.text
+    assert service.deleted == []
+    service.polls_to_finish = None
+    late = await make_session(tools(poll_interval_s=0.05, timeout_s=0.3)).call(
+        "video_gen", {"prompt": "y"}
+    )
+    assert late.error is not None
+    assert late.error.kind is ErrorKind.TIMEOUT
+    assert "was not ready within 0.3 s" in late.text
+    assert service.deleted == ["video_2"]
+    assert not (workspace / "media").exists()
+
+
+async def test_cancelling_the_call_cancels_the_job(
+    make_session: SessionFactory, service: Service
+) -> None:
+    """A call cancelled while the job runs asks the service to delete the job."""
+    service.polls_to_finish = None
+    session = make_session(tools(**FAST))
+    with anyio.move_on_after(0.5):
+        await session.call("video_gen", {"prompt": "never ends"})
+    assert service.deleted == ["video_1"]
+
+
+async def test_no_key_is_unavailable(monkeypatch: pytest.MonkeyPatch, workspace: Path) -> None:
+    """Without a client of the host's and without OPENAI_API_KEY the tools say how to
+    set them up."""
+    import toolweave_media
+    from toolweave import PackManager
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    packs = PackManager(strict=True)
+    packs.add("media", toolweave_media.pack)
+    session = packs.builder().build().session(workspace=workspace, resources=Resources())
+    result = await session.call("image_gen", {"prompt": "x"})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.UNAVAILABLE
+    assert "OPENAI_API_KEY" in result.text
+    assert isinstance(session.resources.get(OpenAIMediaClient), OpenAIMediaClient)
+    await session.aclose()
+
+
+async def test_the_shipped_client_makes_no_videos(workspace: Path) -> None:
+    """OpenAI's Videos API is gone: the shipped client says so and what to do."""
+    import toolweave_media
+    from toolweave import PackManager
+
+    packs = PackManager(strict=True)
+    packs.add("media", toolweave_media.pack)
+    host = Resources()
+    host.insert(OpenAIMediaClient(openai.AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:9")))
+    session = packs.builder().build().session(workspace=workspace, resources=host)
+    result = await session.call("video_gen", {"prompt": "x"})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.UNAVAILABLE
+    assert "shut down on 24 September 2026" in result.text
+    assert "MediaClient" in result.text
+    await session.aclose()
