@@ -343,3 +343,89 @@ def test_cancelling_serve_http_is_clean_and_frees_the_port() -> None:
     assert done.stdout.split() == ["returned", "returned", "served", "again"]
     assert "Traceback" not in done.stderr, done.stderr
     assert "ERROR" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("read_only", "scope", "hints"),
+    [
+        (
+            True,
+            "workspace",
+            {
+                "readOnlyHint": True,
+                "destructiveHint": False,
+                "idempotentHint": True,
+                "openWorldHint": False,
+            },
+        ),
+        (
+            True,
+            "network",
+            {
+                "readOnlyHint": True,
+                "destructiveHint": False,
+                "idempotentHint": True,
+                "openWorldHint": True,
+            },
+        ),
+        (False, "none", {"readOnlyHint": False, "openWorldHint": False}),
+        (False, "network", {"readOnlyHint": False, "openWorldHint": True}),
+        (False, "system", {"readOnlyHint": False}),
+        (False, "external", {"readOnlyHint": False}),
+    ],
+)
+def test_annotations_claim_only_what_the_capabilities_say(
+    read_only: bool, scope: str, hints: dict[str, bool]
+) -> None:
+    """Read-only tools are not destructive and are idempotent; the open world follows the
+    scope; a hint the capabilities do not support is left out of the wire form."""
+    from toolweave import Capabilities
+    from toolweave.mcp._convert import annotations_for
+
+    annotations = annotations_for(Capabilities(read_only=read_only, scope=scope), read_only)
+    assert annotations.model_dump(by_alias=True, exclude_none=True) == hints
+
+
+async def test_served_tools_carry_the_hints_of_their_capabilities() -> None:
+    """A served session lists each tool with the hints of its capabilities, and a remote
+    tool's ``openWorldHint`` becomes scope ``network`` when imported, so serving it again
+    keeps the hint."""
+    from toolweave import ToolSetBuilder, tool
+    from toolweave.mcp import MCPPool, ServerConfig
+
+    @tool(blocking=False, read_only=True, scope="network")
+    def lookup(term: str) -> str:
+        """Look a term up on the web. Not for local files.
+
+        Args:
+            term: What to look up.
+        """
+        return term
+
+    @tool(blocking=False, read_only=False, scope="system")
+    def run(command: str) -> str:
+        """Run a command. Not for reading files.
+
+        Args:
+            command: The command line.
+        """
+        return command
+
+    builder = ToolSetBuilder()
+    builder.add(lookup)
+    builder.add(run)
+    served = SessionServer(builder.build().session())
+    async with Client(served.server) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert tools["lookup"].annotations == types.ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+    )
+    assert tools["run"].annotations == types.ToolAnnotations(read_only_hint=False)
+    importer = ToolSetBuilder().build().session()
+    async with MCPPool(importer, {"up": ServerConfig.in_process(served.server)}):
+        assert importer.external["mcp__up__lookup"].tool.capabilities.scope == "network"
+        assert importer.external["mcp__up__lookup"].tool.read_only
+        assert importer.external["mcp__up__run"].tool.capabilities.scope == "external"
+        again = {t.name: t.annotations for t in SessionServer(importer).tools()}
+    assert again["mcp__up__lookup"] == tools["lookup"].annotations
+    assert again["mcp__up__run"] == types.ToolAnnotations(read_only_hint=False)

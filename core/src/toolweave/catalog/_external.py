@@ -149,6 +149,7 @@ def external_tool(
     source: str = "external",
     read_only: bool = False,
     timeout: float | None = None,
+    scope: str = "external",
 ) -> ErasedTool:
     """Build the erased handle of a JSON-only tool.
 
@@ -166,6 +167,9 @@ def external_tool(
         source: Where the tool comes from (``mcp:<server>``).
         read_only: Whether the tool changes nothing.
         timeout: The call deadline in seconds (``None``: the session's external default).
+        scope: What the tool reaches (:attr:`Capabilities.scope
+            <toolweave.Capabilities.scope>`), when known: ``"network"`` for a tool that
+            reaches out of the host (an MCP tool's ``openWorldHint``).
     """
     if call is None and stream is None:
         raise TypeError("external_tool needs call=, stream= or both")
@@ -180,7 +184,7 @@ def external_tool(
         namespace=namespace,
         kind=Kind.OTHER,
         description=description,
-        capabilities=Capabilities(read_only=read_only, scope="external", timeout=timeout),
+        capabilities=Capabilities(read_only=read_only, scope=scope, timeout=timeout),
         invoke=call,
         open_stream=stream,
         is_coroutine=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
@@ -13,7 +13,17 @@ from toolweave.errors import ErrorKind, ToolError
 from toolweave.mcp._names import subject
 from toolweave.results import CallResult
 
-__all__ = ["ERROR_KIND_META", "call_result_to_mcp", "error_from_mcp", "result_from_mcp"]
+if TYPE_CHECKING:
+    from toolweave.authoring import Capabilities
+
+__all__ = [
+    "ERROR_KIND_META",
+    "annotations_for",
+    "call_result_to_mcp",
+    "error_from_mcp",
+    "result_from_mcp",
+    "scope_from",
+]
 
 ERROR_KIND_META: Final = "toolweave/error_kind"
 """The ``_meta`` key of a failed result that carries the :class:`ErrorKind` (toolweave's
@@ -190,3 +200,41 @@ def call_result_to_mcp(result: CallResult) -> types.CallToolResult:
     else:
         structured = {"result": output}
     return types.CallToolResult(content=text, structured_content=structured, is_error=False)
+
+
+_CLOSED_SCOPES: Final = frozenset({"workspace", "none"})
+"""Scopes whose tools reach nothing outside the host's workspace: a closed world."""
+
+
+def annotations_for(capabilities: Capabilities, read_only: bool) -> types.ToolAnnotations:
+    """The MCP hints a tool's capabilities support, and no others (unset: unknown).
+
+    - ``readOnlyHint``: whether the tool changes nothing;
+    - ``destructiveHint`` ``false`` and ``idempotentHint`` ``true`` for a read-only tool
+      (it changes nothing, so nothing is destroyed and a repeat changes nothing);
+      unset for the others, whose capabilities do not say which of their changes are
+      destructive or repeatable;
+    - ``openWorldHint``: ``true`` for scope ``network``; ``false`` for ``workspace`` and
+      ``none``; unset for ``system`` (a command may reach anything) and other scopes.
+
+    Args:
+        capabilities: The tool's declared capabilities.
+        read_only: Whether it changes nothing (as resolved from the capabilities and kind).
+    """
+    scope = capabilities.scope
+    open_world = True if scope == "network" else False if scope in _CLOSED_SCOPES else None
+    return types.ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=False if read_only else None,
+        idempotent_hint=True if read_only else None,
+        open_world_hint=open_world,
+    )
+
+
+def scope_from(annotations: types.ToolAnnotations | None) -> str:
+    """The :attr:`Capabilities.scope` of a remote tool: ``network`` when its server says
+    it reaches an open world (``openWorldHint``), else ``external`` (unknown: a closed
+    world on the server's side is not the host's workspace)."""
+    if annotations is not None and annotations.open_world_hint:
+        return "network"
+    return "external"

@@ -13,6 +13,7 @@ from toolweave.catalog._erasure import ErasedTool
 from toolweave.catalog._external import external_tool
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.mcp._connection import Failure, PendingCall, ServerState
+from toolweave.mcp._convert import scope_from
 from toolweave.mcp._names import namespace_for, subject
 
 if TYPE_CHECKING:
@@ -187,4 +188,5 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
         source=f"mcp:{server_id}",
         read_only=read_only,
         timeout=config.timeout_s,
+        scope=scope_from(tool.annotations),
     )

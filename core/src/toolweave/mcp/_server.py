@@ -22,7 +22,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolweave.errors import UsageError
 from toolweave.mcp._connection import describe
-from toolweave.mcp._convert import call_result_to_mcp
+from toolweave.mcp._convert import annotations_for, call_result_to_mcp
 from toolweave.results import Progress
 
 if TYPE_CHECKING:
@@ -58,7 +58,9 @@ class _Server(Server[Any]):
 class SessionServer:
     """A session's tools served over MCP, through the session's own call path.
 
-    Tools are listed with their client names, rendered descriptions and schemas;
+    Tools are listed with their client names, rendered descriptions and schemas, and
+    the annotations their capabilities support (``readOnlyHint``, ``destructiveHint``,
+    ``idempotentHint``, ``openWorldHint``; see ``annotations_for``);
     calls run through :meth:`Session.call` (validation, reminders, state, guards
     apply as for any host call); progress items become MCP progress notifications;
     a change of the session's external tools sends ``tools/list_changed`` to clients
@@ -135,8 +137,9 @@ class SessionServer:
             for item in session.definitions("mcp"):
                 tool = types.Tool.model_validate(item)
                 entry = session.toolset.get(tool.name) or external.get(tool.name)
-                if tool.annotations is None and entry is not None:
-                    tool.annotations = types.ToolAnnotations(read_only_hint=entry.tool.read_only)
+                if entry is not None:
+                    erased = entry.tool
+                    tool.annotations = annotations_for(erased.capabilities, erased.read_only)
                 listing.append(tool)
             self._listing = listing
             self._listing_version = version
