@@ -146,3 +146,41 @@ def test_pack_manager_build_passes_its_arguments_to_the_builder() -> None:
     toolset = packs.build({"tools": [{"id": "needy", "name": "Needy"}]}, remote=["needy"])
     assert toolset.names == ["Needy"]
     assert [(s.source, s.reason) for s in toolset.report.skipped] == [("remote", "id_conflict")]
+
+
+def test_a_pack_whose_import_hangs_fails_after_the_budget(
+    fake_entry_points: Callable[[dict[str, str]], dict[str, str]], tmp_path: Path
+) -> None:
+    """A pack whose import never ends is reported broken after ``import_timeout`` and
+    the others load and work; with ``strict`` the hang is a PackLoadError."""
+    release = tmp_path / "release"
+    fake_entry_points(
+        {
+            "hangs": f"""
+                import pathlib, time
+                while not pathlib.Path({str(release)!r}).exists():
+                    time.sleep(0.05)
+                """,
+            "fine": """
+                from toolweave import hookimpl
+
+                @hookimpl
+                def register_tools(builder):
+                    pass
+                """,
+        }
+    )
+    try:
+        packs = PackManager(import_timeout=0.5)
+        packs.discover(environ={})
+        hangs = packs.packs["hangs"]
+        assert hangs.status == "failed"
+        assert hangs.error is not None
+        assert hangs.error.stage == "import"
+        assert isinstance(hangs.error.cause, TimeoutError)
+        assert "did not finish within 0.5 s" in str(hangs.error)
+        assert packs.packs["fine"].status == "loaded"
+        with pytest.raises(PackLoadError, match="did not finish"):
+            PackManager(strict=True, import_timeout=0.5).discover(include=["hangs"], environ={})
+    finally:
+        release.write_text("")

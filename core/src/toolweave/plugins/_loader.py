@@ -6,6 +6,7 @@ import difflib
 import functools
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, final
@@ -105,8 +106,12 @@ class PackManager:
     :class:`~toolweave.PackLoadError` instead.
     """
 
-    def __init__(self, *, strict: bool = False) -> None:
+    def __init__(self, *, strict: bool = False, import_timeout: float | None = 30.0) -> None:
         self.strict = strict
+        self.import_timeout = import_timeout
+        """Seconds an installed pack's import may take (in a thread of its own) before
+        the pack is reported broken and the host goes on; ``None`` imports on the
+        calling thread with no limit."""
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.packs: dict[str, PackInfo] = {}
@@ -167,7 +172,7 @@ class PackManager:
             selected = (wanted is None and autoload) or (wanted is not None and ep.name in wanted)
             if not selected or ep.name in blocked:
                 continue
-            self._load(info, ep.load)
+            self._load(info, lambda load=ep.load: self._import(load))
         for name in sorted((wanted or set()) - self.packs.keys()):
             self._unknown(name, source, fatal=True)
         for name in sorted(blocked - self.packs.keys() - (wanted or set())):
@@ -205,6 +210,35 @@ class PackManager:
         if self.strict:
             raise error from exc
         logger.warning("%s", error)
+
+    def _import(self, load: Callable[[], object]) -> object:
+        """Run ``load`` (an entry point's import) within :attr:`import_timeout`.
+
+        The import runs in a daemon thread; one that does not finish in time is left
+        behind (Python cannot stop it) and the pack fails with a ``TimeoutError``.
+        """
+        if self.import_timeout is None:
+            return load()
+        box: list[Any] = []
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                box.append((True, load()))
+            except BaseException as exc:  # handed to the caller's thread as it is
+                box.append((False, exc))
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="toolweave pack import", daemon=True).start()
+        if not done.wait(self.import_timeout):
+            raise TimeoutError(
+                f"its import did not finish within {self.import_timeout:g} s (left running)"
+            )
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
 
     def _load(self, info: PackInfo, load: Callable[[], object]) -> None:
         try:
@@ -332,6 +366,7 @@ def load_packs(
     exclude: Iterable[str] | None = None,
     strict: bool = False,
     autoload: bool | None = None,
+    import_timeout: float | None = 30.0,
 ) -> PackManager:
     """Discover the installed packs and load the selected ones.
 
@@ -345,7 +380,10 @@ def load_packs(
             import or in ``register_tools``) and :class:`~toolweave.UsageError` for an
             unknown name in ``include``; without it, both are reported and skipped.
         autoload: ``False`` loads only packs named in ``include``.
+        import_timeout: Seconds each pack's import may take before it is reported
+            broken (the import runs in a thread of its own); ``None``: no limit, on
+            the calling thread.
     """
-    manager = PackManager(strict=strict)
+    manager = PackManager(strict=strict, import_timeout=import_timeout)
     manager.discover(include=include, exclude=exclude, autoload=autoload)
     return manager
