@@ -172,7 +172,7 @@ class PackManager:
             selected = (wanted is None and autoload) or (wanted is not None and ep.name in wanted)
             if not selected or ep.name in blocked:
                 continue
-            self._load(info, lambda load=ep.load: self._import(load))
+            self._load(info, functools.partial(self._import, ep.load))
         for name in sorted((wanted or set()) - self.packs.keys()):
             self._unknown(name, source, fatal=True)
         for name in sorted(blocked - self.packs.keys() - (wanted or set())):
