@@ -105,3 +105,43 @@ async def test_values_where_none_is_expected_are_ignored_and_checks_fail_closed(
     refused = await refusing.build().session().call("ping", {})
     assert refused.error is not None
     assert refused.error.kind == "permission_denied"
+
+
+class Exiting:
+    """A pack whose call hooks call ``sys.exit()``."""
+
+    @hookimpl
+    def before_call(self, call: Any) -> Any:
+        """Exit before the call."""
+        raise SystemExit("before")
+
+    @hookimpl
+    def after_call(self, call: Any, result: Any) -> Any:
+        """Exit after it."""
+        raise SystemExit("after")
+
+
+async def test_a_hook_calling_sys_exit_fails_closed_not_the_host() -> None:
+    """A pack's check that calls ``sys.exit()`` is a failed check (the call is refused,
+    as for any check that raises) and the host goes on; without the check, an
+    ``after_call`` that exits adds nothing and the call's result stands."""
+    packs = PackManager()
+    packs.add("good", Good())
+    packs.add("exiting", Exiting())
+    session = packs.build().session()
+    refused = await session.call("ping", {})
+    assert refused.error is not None
+    assert refused.error.kind == "permission_denied"
+    assert (await session.call("ping", {})).error is not None  # still answering
+
+    class AfterOnly:
+        @hookimpl
+        def after_call(self, call: Any, result: Any) -> Any:
+            raise SystemExit("after")
+
+    quiet = PackManager()
+    quiet.add("good", Good())
+    quiet.add("after", AfterOnly())
+    answered = await quiet.build().session().call("ping", {})
+    assert answered.error is None
+    assert answered.text == "pong"

@@ -45,7 +45,7 @@ from pydantic import ValidationError
 from toolweave.authoring._context import Context
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.results import CallResult
-from toolweave.runtime._outcomes import error_result
+from toolweave.runtime._outcomes import TOOL_FAILURES, error_result
 
 if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolEntry
@@ -212,7 +212,7 @@ class HookPlan:
                 verdict = fn(call)
                 if is_async:
                     verdict = await verdict
-            except Exception as exc:
+            except TOOL_FAILURES as exc:
                 verdict = check_failed(hook, call.entry, exc)
             if verdict is not None:
                 stop = apply_verdict(hook, call, verdict)
@@ -226,7 +226,7 @@ class HookPlan:
         for hook, fn, _ in self.on_error if failed else self.after:
             try:
                 extra = fn(call, result)
-            except Exception:
+            except TOOL_FAILURES:
                 result = _finish_failed(hook, call, result)
                 continue
             if extra:
@@ -242,7 +242,7 @@ class HookPlan:
                 extra = fn(call, result)
                 if is_async:
                     extra = await extra
-            except Exception:
+            except TOOL_FAILURES:
                 result = _finish_failed(hook, call, result)
                 continue
             if extra:
@@ -256,7 +256,7 @@ def _refusal(entry: ToolEntry) -> ToolError:
     )
 
 
-def check_failed(hook: CallHook, entry: ToolEntry, exc: Exception) -> ToolError | None:
+def check_failed(hook: CallHook, entry: ToolEntry, exc: BaseException) -> ToolError | None:
     """The verdict of an ``admit``/``before`` step (or a guard) that raised ``exc``."""
     if isinstance(exc, ToolError):
         return exc
@@ -309,7 +309,7 @@ def compile_hooks(hooks: tuple[CallHook, ...], entry: ToolEntry) -> HookPlan | N
     for hook in hooks:
         try:
             applies = hook.applies_to(entry)
-        except Exception:
+        except TOOL_FAILURES:
             logger.exception("applies_to of call hook %s failed on %s", _label(hook), entry.name)
             applies = hook.fail_closed
         if applies:

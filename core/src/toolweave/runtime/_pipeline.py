@@ -146,7 +146,7 @@ async def run_call(
         for guard_hook, guard in plan.guards:  # plan.guard, inlined
             try:
                 refusal = guard(session, entry)
-            except Exception as exc:
+            except TOOL_FAILURES as exc:
                 refusal = check_failed(guard_hook, entry, exc)
             if refusal is not None:
                 return error_result(refusal, entry, call_id)
@@ -161,7 +161,7 @@ async def run_call(
                 for hook, fn, _ in plan.admit:
                     try:
                         verdict = fn(hook_call)
-                    except Exception as exc:
+                    except TOOL_FAILURES as exc:
                         verdict = check_failed(hook, entry, exc)
                     if verdict is not None:
                         refused = apply_verdict(hook, hook_call, verdict)
@@ -190,7 +190,7 @@ async def run_call(
                 for hook, fn, _ in plan.before:
                     try:
                         verdict = fn(hook_call)
-                    except Exception as exc:
+                    except TOOL_FAILURES as exc:
                         verdict = check_failed(hook, entry, exc)
                     if verdict is not None:
                         refused = apply_verdict(hook, hook_call, verdict)
