@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -484,3 +485,110 @@ def test_arguments_must_be_an_object(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert code == 2
     assert "line 2, column 1" in err
     assert "standard input" in err
+
+
+# -- 7. tables, help, exit codes, units -----------------------------------------------------
+
+
+def test_first_sentence_is_whole() -> None:
+    """The table's summary is the first sentence, not cut at "e.g." or a file name."""
+    from toolweave.cli._listing import first_sentence
+
+    text = "Search files, e.g. logs, i.e. text. Then more.\n\nAnother paragraph."
+    assert first_sentence(text) == "Search files, e.g. logs, i.e. text"
+    assert first_sentence("Read README.md and\nsay so! Next.") == "Read README.md and say so!"
+    assert first_sentence("No period at all") == "No period at all"
+
+
+@needs_fs
+@needs_shell
+@pytest.mark.slow
+def test_tools_table_wraps_whole_sentences_at_80_columns(tmp_path: Path) -> None:
+    """At 80 columns every tool's first sentence is there in full, wrapped, never cut
+    with an ellipsis, and no line is wider than the terminal."""
+    from toolweave import load_packs
+    from toolweave.cli._listing import first_sentence
+
+    proc = run(["tools", "--table", "-p", "fs,shell"], tmp_path, COLUMNS="80")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "…" not in proc.stdout
+    flat = " ".join(" ".join(proc.stdout.split()).split(" yes "))
+    toolset = load_packs(include=["fs", "shell"]).build()
+    for entry in toolset:
+        words = first_sentence(entry.description).split()
+        assert " ".join(words[-4:]) in " ".join(flat.split()), entry.name
+
+
+def _commands() -> list[tuple[str, object]]:
+    import typer
+    from toolweave.cli import app
+
+    found: list[tuple[str, object]] = []
+
+    def walk(command: object, path: str) -> None:
+        found.append((path, command))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{path} {name}".strip())
+
+    walk(typer.main.get_command(app), "")
+    return found
+
+
+def test_help_shows_no_placeholder_for_flags_and_keeps_examples_on_one_line() -> None:
+    """No `<bool>` beside a flag in any help, and every example (with its comment) fits
+    an 80-column terminal, so none is wrapped mid-line."""
+    for path, command in _commands():
+        code, out, _ = invoke(*path.split(), "--help")
+        assert code == 0, path
+        assert "<bool>" not in out, path
+        text = f"{getattr(command, 'help', '') or ''}\n{getattr(command, 'epilog', '') or ''}"
+        _, _, examples = text.partition("**Examples**")
+        for line in examples.splitlines():
+            if line.startswith("    "):  # an example line (prose after them is wrapped)
+                assert len(line.strip()) <= 76, f"{path}: {line.strip()!r}"
+
+
+def test_call_help_speaks_of_no_table() -> None:
+    """`call --json` prints the result as JSON; there is no table to replace."""
+    code, out, _ = invoke("call", "--help")
+    assert code == 0
+    assert not re.search(r"\btable\b", out)
+    assert "Exit codes" in out
+
+
+DURATION_WORDS = ("timeout", "window", "cooldown", "interval", "deadline", "wait", "-ms")
+
+
+def test_every_duration_option_states_its_unit() -> None:
+    """An option that takes a duration says in its help whether it is seconds or
+    milliseconds."""
+    checked = 0
+    for path, command in _commands():
+        for param in getattr(command, "params", []):
+            names = " ".join(getattr(param, "opts", []))
+            if not any(word in names for word in DURATION_WORDS):
+                continue
+            if getattr(param, "is_flag", False):
+                continue
+            help_text = (getattr(param, "help", "") or "").lower()
+            assert "second" in help_text or "millisecond" in help_text, f"{path} {names}"
+            checked += 1
+    assert checked >= 3
+
+
+@needs_shell
+@pytest.mark.slow
+def test_a_command_that_exits_non_zero_exits_3(tmp_path: Path) -> None:
+    """`call bash` whose command exits non-zero exits 3 (its output printed), distinct
+    from a failed call (1); a command that exits 0 exits 0."""
+    failed = run(["call", "bash", '{"command": "echo out; exit 7"}', "-p", "shell"], tmp_path)
+    assert failed.returncode == 3, failed.stderr
+    assert "out" in failed.stdout
+    assert "exit code 7" in failed.stdout
+    ok = run(["call", "bash", '{"command": "true"}', "-p", "shell"], tmp_path)
+    assert ok.returncode == 0
+    as_json = run(["call", "bash", '{"command": "exit 4"}', "-p", "shell", "--json"], tmp_path)
+    assert as_json.returncode == 3
+    assert json.loads(as_json.stdout)["output"]["exit_code"] == 4

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup, TyperOption
 
 __all__ = ["make_app"]
 
@@ -18,14 +19,19 @@ the demo session.
 
 EPILOG = """**Examples**
 
-    toolweave demo                           # a scripted agent session, in seconds
-    toolweave packs                          # what is installed, loaded, broken
-    toolweave tools --format openai-strict   # definitions for a provider
+    toolweave demo                          # a scripted agent session
+    toolweave packs                         # installed, loaded, broken
+    toolweave tools --format openai-strict  # definitions for a provider
     toolweave call read_file '{"path": "README.md"}'
-    toolweave check toolweave.toml           # every problem of a configuration
-    toolweave serve --http 127.0.0.1:8765    # the tools as an MCP server
+    toolweave check                         # every problem of the config
+    toolweave serve --http 127.0.0.1:8765   # the tools as an MCP server
 
-Set TOOLWEAVE_DEBUG=1 to see tracebacks.
+Exit codes: 0 ok, 1 failed (a failed call, problems found), 2 a usage error (an
+unknown option, tool or file; arguments that are not JSON), 3 `call` ran a command
+that exited non-zero, 130 Ctrl-C. Environment: TOOLWEAVE_CONFIG, TOOLWEAVE_SESSION,
+TOOLWEAVE_PLUGINS, TOOLWEAVE_CENTER; TOOLWEAVE_DEBUG=1 shows tracebacks. Durations
+of the command line are in seconds unless an option's name ends in -ms. Reference:
+docs/cli.md.
 """
 
 
@@ -37,9 +43,37 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+class _Group(TyperGroup):
+    """The root command group: flags show no value placeholder in help (typer would
+    print ``<bool>`` beside ``--json``, which takes no value)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain_flags(self)
+
+
+def _plain_flags(command: Any) -> None:
+    """Clear the help placeholder of every flag of ``command`` and its subcommands."""
+    for param in command.params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+    help_option = command.get_help_option  # made when help is asked for: wrapped
+
+    def get_help_option(ctx: Any) -> Any:
+        option = help_option(ctx)
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = get_help_option
+    for sub in getattr(command, "commands", {}).values():
+        _plain_flags(sub)
+
+
 def make_app() -> typer.Typer:
     """A new root app without commands (see ``toolweave.cli.COMMAND_MODULES``)."""
     app = typer.Typer(
+        cls=_Group,
         name="toolweave",
         help=HELP,
         epilog=EPILOG,

@@ -20,7 +20,6 @@ from toolweave.cli._common import (
     SESSION_ENV,
     ConfigOpt,
     ExcludeOpt,
-    JsonOpt,
     PacksOpt,
     SessionOpt,
     WorkspaceOpt,
@@ -227,7 +226,14 @@ def call(
     no_config: NoConfigOpt = False,
     packs: PacksOpt = None,
     exclude: ExcludeOpt = None,
-    json_: JsonOpt = False,
+    json_: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the whole result as JSON (name, output, text, error) instead of "
+            "the text the model reads; no progress is shown.",
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not show progress.")] = False,
     ask: Annotated[
         bool | None,
@@ -264,9 +270,19 @@ def call(
 
     Streaming tools show their progress as it happens, on standard error: on a terminal
     the last lines stay above a spinner and are erased when the result is printed, so
-    output is read once. Ctrl-C cancels the call cleanly (exit 130). A failed call prints its error kind and exits with 1. When standard input
-    is a terminal (or with --ask), questions from ask_user are put to you there: answer
-    with a choice's number or your own words; an empty line declines.
+    output is read once. Ctrl-C cancels the call cleanly (exit 130).
+
+    Exit codes: 0 done; 1 the call failed (its error kind is printed); 2 an unknown
+    tool, or arguments that are not a JSON object (nothing ran); 3 the call ran a
+    command that exited non-zero (bash; its output is printed); 130 Ctrl-C.
+
+    State (todo list, plan mode, background tasks) belongs to a session: the calls of
+    a workspace share the session `cli` unless --session-id or $TOOLWEAVE_SESSION
+    names another. A background task goes on after the command; later calls read it.
+
+    When standard input is a terminal (or with --ask), questions from ask_user are put
+    to you there: answer with a choice's number or your own words; an empty line
+    declines.
 
     With --center (or $TOOLWEAVE_CENTER) the call goes through the registry center as a
     session of --role: a disabled tool answers `unavailable`, a tool the role may not use

@@ -553,7 +553,11 @@ def breaker(
     ] = None,
     slow_ms: Annotated[
         float | None,
-        typer.Option("--slow-ms", min=0.001, help="Calls slower than this count as timeouts."),
+        typer.Option(
+            "--slow-ms",
+            min=0.001,
+            help="Calls slower than this many milliseconds count as timeouts.",
+        ),
     ] = None,
     default: Annotated[
         bool, typer.Option("--default", help="Drop the target's own settings (use the defaults).")

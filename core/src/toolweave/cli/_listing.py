@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -209,7 +210,9 @@ def tools(
     the tools of the plugin folders (./tools/plugins, --plugins DIR, $TOOLWEAVE_PLUGINS;
     a file that fails is reported on standard error with its line) and of the MCP
     server file (./.mcp_servers.json or ./mcp.json, --mcp FILE). JSON is the default
-    (--json says so explicitly); --table prints a summary for people. With --center (or
+    (--json says so explicitly); --table prints a summary for people: each tool's
+    first sentence, wrapped (on a terminal narrower than about 110 columns without the
+    kind and pack columns; `toolweave describe NAME` shows everything). With --center (or
     $TOOLWEAVE_CENTER) only what the registry center lets a session of --role see is
     listed (the tools are registered with the center on the way).
 
@@ -251,6 +254,26 @@ def _pack_of(origin: str) -> str:
     return origin.split()[1] if origin.startswith("pack ") else origin
 
 
+_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf", "approx", "incl", "no"})
+"""Words whose period ends no sentence."""
+_MIN_DESCRIPTION = 40
+"""Columns the description gets at least; on a narrower terminal the kind and pack
+columns are left out."""
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text``'s first paragraph, whole (a period after ``e.g``,
+    ``i.e``, ``etc.`` or inside a word such as ``README.md`` ends no sentence)."""
+    paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
+    for match in _SENTENCE_END.finditer(paragraph):
+        word = paragraph[: match.start()].rsplit(" ", 1)[-1].lower().lstrip("(")
+        if word in _ABBREVIATIONS:
+            continue
+        return paragraph[: match.end()].rstrip(".")
+    return paragraph
+
+
 def _table(entries: Sequence[ToolEntry], empty: str = "") -> None:
     from rich.table import Table
 
@@ -258,27 +281,26 @@ def _table(entries: Sequence[ToolEntry], empty: str = "") -> None:
         out.print(empty or "No tools. Install a pack: pip install toolweave-fs")
         return
     rows = [
-        (
-            entry.name,
-            entry.kind.value,
-            _pack_of(entry.tool.origin),
-            "yes" if entry.read_only else "",
-            entry.description.strip().splitlines()[0].split(". ")[0].rstrip("."),
-        )
+        {
+            "name": entry.name,
+            "kind": entry.kind.value,
+            "pack": _pack_of(entry.tool.origin),
+            "ro": "yes" if entry.read_only else "",
+            "description": first_sentence(entry.description),
+        }
         for entry in entries
     ]
+    columns = ["name", "kind", "pack", "ro"]
+    widths = {c: max(len(c), *(len(row[c]) for row in rows)) for c in columns}
+    if out.width - sum(widths[c] + 2 for c in columns) < _MIN_DESCRIPTION:
+        columns = ["name", "ro"]  # narrow: room for the description first (see describe)
     grid = Table(box=None, pad_edge=False)
-    used = 0
-    for i, column in enumerate(("name", "kind", "pack", "ro")):
-        width = max(len(column), *(len(row[i]) for row in rows))
-        grid.add_column(column, width=width)
-        used += width + 2
-    grid.add_column("description")
-    room = max(20, out.width - used - 1)
+    for column in columns:
+        grid.add_column(column, no_wrap=True)
+    grid.add_column("description", overflow="fold", ratio=1)  # wrapped, never cut
     for row in rows:
-        text = row[4] if len(row[4]) <= room else row[4][: room - 1] + "…"
-        grid.add_row(*(escape(cell) for cell in row[:4]), escape(text))
-    out.print(grid)
+        grid.add_row(*(escape(row[c]) for c in [*columns, "description"]))
+    out.print(grid, soft_wrap=False)
 
 
 def _arguments(entry: ToolEntry) -> list[dict[str, Any]]:
@@ -384,6 +406,8 @@ def describe(
     if tool.streaming:
         flags.append("streams progress")
     out.print(f"[bold]{entry.name}[/]  [dim]{tool.fqid} v{tool.version} · {escape(tool.origin)}[/]")
+    deadline = f"{entry.timeout:g} s" if entry.timeout is not None else "the session's (120 s)"
+    flags.append(f"deadline {deadline}")
     out.print(f"kind {entry.kind.value} · {' · '.join(flags)}")
     out.print()
     out.print(Markdown(entry.description), soft_wrap=False)  # wrap list items, never crop

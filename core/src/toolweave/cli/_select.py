@@ -77,7 +77,7 @@ def select(
 
         toolweave select "show me README.md"
         toolweave select "delete the build folder" --cap 5 --json
-        toolweave select "rotate the logs" --center .toolweave/center.db --role ops -g local_core
+        toolweave select "rotate logs" -g local_core --role ops --center c.db
     """
     from toolweave.inject import Injector
 

@@ -99,7 +99,7 @@ def serve(
 
     **Examples**
 
-        toolweave serve --packs fs,search              # for an MCP client that spawns it
+        toolweave serve --packs fs,search    # for an MCP client to start
         toolweave serve --http 127.0.0.1:8765 --config toolweave.toml
         toolweave serve --center .toolweave/center.db --role common_user
         toolweave serve --plugins ./my-tools --mcp .mcp_servers.json
