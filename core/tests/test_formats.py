@@ -306,7 +306,7 @@ def test_anthropic_validates_against_sdk_types(toolset: ToolSet) -> None:
     adapter = TypeAdapter(anthropic_types.ToolParam)
     for d, entry in zip(toolset.definitions("anthropic"), toolset, strict=True):
         adapter.validate_python(d)
-        assert d["input_schema"] == entry.input_schema
+        assert list(d["input_schema"]["properties"]) == list(entry.input_schema["properties"])
 
 
 def test_mcp_validates_against_sdk_types(toolset: ToolSet) -> None:
@@ -334,12 +334,7 @@ def test_gemini_maps_types_and_unions(toolset: ToolSet) -> None:
     assert params["type"] == "OBJECT"
     assert params["required"] == ["path", "origin"]
     assert params["propertyOrdering"] == list(RichArgs.model_fields)
-    assert props["limit"] == {
-        "type": "INTEGER",
-        "nullable": True,
-        "maximum": 1000,
-        "title": "Limit",
-    }
+    assert props["limit"] == {"type": "INTEGER", "nullable": True, "maximum": 1000}
     assert props["level"]["enum"] == ["1", "2"]
     assert props["level"]["format"] == "enum"
     assert props["color"]["enum"] == ["red", "blue"]
@@ -377,6 +372,67 @@ def test_gemini_handles_type_lists_and_free_values() -> None:
     assert props["env"] == {"type": "OBJECT", "additionalProperties": {"type": "STRING"}}
     assert props["any"] == {}
     genai_types.Schema.model_validate(out)
+
+
+PROVIDER_FORMATS = sorted(f for f in FORMATS if f != "neutral")
+
+
+@pytest.mark.parametrize("fmt", PROVIDER_FORMATS)
+def test_provider_formats_leave_out_titles(toolset: ToolSet, fmt: str) -> None:
+    """No provider format carries pydantic's title keywords (the model would pay for
+    them on every turn); the neutral definition keeps the schema as declared."""
+    assert '"title": "' not in json.dumps(toolset.definitions(fmt))
+    neutral = toolset.definitions("neutral")[0]["input_schema"]
+    assert neutral["title"] == "RichArgs"
+    assert neutral["properties"]["offset"]["title"] == "Offset"
+
+
+class Cover(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(description="The cover's title.")
+
+
+class BookArgs(BaseModel):
+    """A book."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(description="The book's title.")
+    cover: Cover = Field(Cover(title="kept"), description="Its cover.")
+
+
+@pytest.mark.parametrize("fmt", PROVIDER_FORMATS)
+def test_properties_and_values_named_title_stay(fmt: str) -> None:
+    """Only the title keyword goes: a property named title, and a default value holding
+    a title key, are kept."""
+    ts = _set(_tool("book", BookArgs, "Shelve a book. Not for magazines."))
+    text = json.dumps(ts.definitions(fmt))
+    assert '"title": {' in text  # the property
+    assert text.count('"title": "') == text.count('"title": "kept"')
+    if fmt != "openai-strict" and fmt != "openai-responses-strict":  # strict drops defaults
+        assert '{"title": "kept"}' in text
+
+
+def test_untitled_parts_are_shared_and_stripped_once() -> None:
+    """Two schemas sharing their properties get untitled copies sharing theirs; the same
+    schema twice gives the same copy; a part without a title is handed back as it is."""
+    from toolweave.formats._frozen import freeze
+    from toolweave.formats._schema import untitled
+
+    untouched = freeze({"type": "string", "enum": ["title"]})
+    properties = freeze({"title": {"title": "Title", "type": "string"}, "tag": untouched})
+    one = freeze({"title": "One", "type": "object", "properties": properties})
+    two = freeze({"title": "Two", "type": "object", "properties": properties})
+    first, second = untitled(one), untitled(two)
+    assert first == {
+        "type": "object",
+        "properties": {"title": {"type": "string"}, "tag": {"type": "string", "enum": ["title"]}},
+    }
+    assert first["properties"] is second["properties"]
+    assert first["properties"]["tag"] is untouched
+    assert untitled(one) is first
+    assert one["title"] == "One"  # the source is left as it was
+    with pytest.raises(TypeError):
+        first["properties"]["title"]["title"] = "x"  # type: ignore[index]
 
 
 def test_unknown_format_lists_the_known_ones(toolset: ToolSet) -> None:

@@ -103,15 +103,15 @@ def test_every_tool_lists_the_schema_pydantic_gives_it() -> None:
     pydantic's own schema, byte for byte, each under its own title."""
     first = [_tool(f"first_{i}") for i in range(3)]
     toolset = _build(*first)
-    listed = toolset.definitions("openai")
+    listed = toolset.definitions("neutral")
     later = [_tool(f"later_{i}") for i in range(3)]
-    again = _build(*later).definitions("openai")
+    again = _build(*later).definitions("neutral")
     for cls, definition in zip(first + later, listed + again, strict=True):
-        parameters = definition["function"]["parameters"]
+        parameters = definition["input_schema"]
         assert json.dumps(parameters) == _pydantic(cls)
-        assert definition["function"]["name"] == cls.id
-        assert definition["function"]["description"] == f"File an issue ({cls.id})."
-    titles = {d["function"]["parameters"]["title"] for d in listed + again}
+        assert definition["name"] == cls.id
+        assert definition["description"] == f"File an issue ({cls.id})."
+    titles = {d["input_schema"]["title"] for d in listed + again}
     assert len(titles) == 6
 
 
@@ -245,10 +245,10 @@ def test_a_declared_args_model_is_generated_once_for_every_set(
 ) -> None:
     """Sets built again and again from the same tool class list the schema generated
     once; a tool's input_schema is still a plain copy its caller owns."""
-    first = _build(Search).definitions("openai")[0]["function"]["parameters"]
+    first = _build(Search).definitions("neutral")[0]["input_schema"]
     calls = _generated(monkeypatch)
     toolset = _build(Search)
-    again = toolset.definitions("openai")[0]["function"]["parameters"]
+    again = toolset.definitions("neutral")[0]["input_schema"]
     assert again is first
     assert calls == []
     owned = toolset["search"].tool.input_schema

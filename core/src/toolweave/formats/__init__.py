@@ -15,7 +15,9 @@ provider's JSON; :func:`render` applies one to a whole listing and
 | ``gemini`` | function declarations in Gemini's OpenAPI subset |
 | ``mcp`` | MCP ``Tool`` objects (``inputSchema``) |
 
-Underscores work in place of hyphens (``openai_strict``).
+Underscores work in place of hyphens (``openai_strict``). Every format but ``neutral``
+leaves out the schema's ``title`` keywords (pydantic's ``"title": "Limit"`` for a field
+``limit``): no provider needs them, and the model would read them on every turn.
 
 The way back, for a host's loop: :func:`parse_tool_calls` reads the tool calls of a
 model reply, :func:`tool_result_messages` writes results as the messages to append,

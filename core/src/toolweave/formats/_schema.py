@@ -1,4 +1,4 @@
-"""JSON Schema helpers shared by the provider formats: references and errors."""
+"""JSON Schema helpers shared by the provider formats: references, titles and errors."""
 
 from __future__ import annotations
 
@@ -6,8 +6,88 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolweave.errors import UnsupportedSchemaError
+from toolweave.formats._frozen import FrozenDict, FrozenList, Prefrozen, freeze
 
-__all__ = ["UnsupportedSchemaError", "is_nullable", "resolve_ref", "split_nullable"]
+__all__ = ["UnsupportedSchemaError", "is_nullable", "resolve_ref", "split_nullable", "untitled"]
+
+_SUBSCHEMAS = frozenset(
+    {
+        "additionalItems",
+        "additionalProperties",
+        "allOf",
+        "anyOf",
+        "contains",
+        "else",
+        "if",
+        "items",
+        "not",
+        "oneOf",
+        "prefixItems",
+        "propertyNames",
+        "then",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+"""Keywords whose value is a schema or a list of schemas."""
+_SUBSCHEMA_MAPS = frozenset(
+    {"$defs", "definitions", "dependentSchemas", "patternProperties", "properties"}
+)
+"""Keywords whose value maps names (kept as they are) to schemas."""
+
+_untitled: dict[tuple[int, bool], tuple[Any, Any]] = {}
+"""(id, is a name → schema map) of a frozen part, held so that its id stays its own →
+its untitled copy. Parts are shared between tools and sets, so each is stripped once."""
+_UNTITLED_MAX = 20_000
+
+
+def untitled(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema``, read-only, without its ``title`` keywords.
+
+    Pydantic titles every model and field (``"title": "Limit"`` for ``limit``): words
+    for people reading the schema, which no provider needs and the model pays for on
+    every turn. Only the keyword goes: a property, definition or value named
+    ``title`` stays. Parts without a title are returned as they are, and a part shared
+    by several tools (their ``properties``, a model's definition) is stripped once and
+    its copy shared the same way.
+    """
+    return _strip(freeze(schema), False)  # type: ignore[no-any-return]
+
+
+def _strip(node: Any, is_map: bool) -> Any:
+    """The untitled copy of ``node``: a schema, a list of schemas, or (``is_map``) a
+    mapping of names to schemas."""
+    kind = type(node)
+    if kind is FrozenList:
+        items = [_strip(v, False) for v in node]
+        return node if all(a is b for a, b in zip(items, node, strict=True)) else FrozenList(items)
+    if kind is not Prefrozen and kind is not FrozenDict:
+        return node  # true / false schemas, values
+    key = (id(node), is_map)
+    hit = _untitled.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    out: dict[str, Any] = {}
+    changed = False
+    for name, value in node.items():
+        if is_map:
+            new = _strip(value, False)
+        elif name == "title" and isinstance(value, str):
+            changed = True
+            continue
+        elif name in _SUBSCHEMAS:
+            new = _strip(value, False)
+        elif name in _SUBSCHEMA_MAPS:
+            new = _strip(value, True)
+        else:
+            new = value
+        changed = changed or new is not value
+        out[name] = new
+    result = Prefrozen(out) if changed else node
+    if len(_untitled) >= _UNTITLED_MAX:
+        _untitled.clear()
+    _untitled[key] = (node, result)
+    return result
 
 
 def resolve_ref(root: Mapping[str, Any], ref: str) -> dict[str, Any]:

@@ -30,7 +30,6 @@ STRICT_KEYWORDS = frozenset(
         "enum",
         "const",
         "description",
-        "title",
         "$ref",
         "pattern",
         "format",
@@ -43,7 +42,8 @@ STRICT_KEYWORDS = frozenset(
         "maxItems",
     }
 )
-"""Keywords strict mode accepts; every other keyword is removed."""
+"""Keywords strict mode accepts and the model needs; every other keyword is removed
+(``title`` too: strict mode accepts it, but it only repeats the property's name)."""
 
 STRICT_STRING_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}

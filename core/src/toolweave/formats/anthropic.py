@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolweave.formats._calls import ToolCall, get, items_of
-from toolweave.formats._frozen import Prefrozen, freeze
+from toolweave.formats._frozen import Prefrozen
+from toolweave.formats._schema import untitled
 
 if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolDefinition
@@ -15,8 +16,9 @@ __all__ = ["parse_calls", "result_messages", "tool"]
 
 
 def tool(d: ToolDefinition) -> dict[str, Any]:
-    """An Anthropic Messages API tool (read-only, as listings are)."""
-    return Prefrozen(name=d.name, description=d.description, input_schema=freeze(d.input_schema))
+    """An Anthropic Messages API tool (read-only, as listings are; the schema without
+    titles)."""
+    return Prefrozen(name=d.name, description=d.description, input_schema=untitled(d.input_schema))
 
 
 def parse_calls(message: Any) -> list[ToolCall]:

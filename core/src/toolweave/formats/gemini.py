@@ -45,13 +45,13 @@ _KEEP = frozenset(
         "maximum",
         "minimum",
         "pattern",
-        "title",
         "default",
         "maxProperties",
         "minProperties",
     }
 )
-"""Keywords copied as they are; the rest are converted or removed."""
+"""Keywords copied as they are; the rest are converted or removed (``title`` too:
+Gemini's ``Schema`` takes one, but it only repeats the property's name)."""
 
 
 class _Gemini:

@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolweave.formats._calls import ToolCall, get, items_of
-from toolweave.formats._frozen import Prefrozen, freeze
+from toolweave.formats._frozen import Prefrozen
+from toolweave.formats._schema import untitled
 from toolweave.formats._strict import to_strict_schema
 
 if TYPE_CHECKING:
@@ -38,13 +39,13 @@ __all__ = [
 
 
 def chat(d: ToolDefinition) -> dict[str, Any]:
-    """A Chat Completions function tool (read-only, as listings are)."""
-    schema = d.input_schema
-    if type(schema) is not Prefrozen:  # frozen as listings make them, else frozen now
-        schema = freeze(schema)
+    """A Chat Completions function tool (read-only, as listings are; the schema
+    without titles)."""
     return Prefrozen(
         type="function",
-        function=Prefrozen(name=d.name, description=d.description, parameters=schema),
+        function=Prefrozen(
+            name=d.name, description=d.description, parameters=untitled(d.input_schema)
+        ),
     )
 
 
@@ -67,12 +68,13 @@ def chat_strict(d: ToolDefinition) -> dict[str, Any]:
 
 
 def responses(d: ToolDefinition) -> dict[str, Any]:
-    """A Responses API function tool (read-only, as listings are)."""
+    """A Responses API function tool (read-only, as listings are; the schema without
+    titles)."""
     return Prefrozen(
         type="function",
         name=d.name,
         description=d.description,
-        parameters=freeze(d.input_schema),
+        parameters=untitled(d.input_schema),
         strict=False,
     )
 
