@@ -592,3 +592,24 @@ def test_a_command_that_exits_non_zero_exits_3(tmp_path: Path) -> None:
     as_json = run(["call", "bash", '{"command": "exit 4"}', "-p", "shell", "--json"], tmp_path)
     assert as_json.returncode == 3
     assert json.loads(as_json.stdout)["output"]["exit_code"] == 4
+
+
+# -- 8. the reference -----------------------------------------------------------------------
+
+
+def test_the_reference_names_every_command_and_option() -> None:
+    """docs/cli.md names every command, every option and every environment variable the
+    commands read, so the reference cannot fall behind the code."""
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    for path, command in _commands():
+        if path:
+            assert f"`{path.split()[-1]}" in text or f"{path}" in text, path
+        for param in getattr(command, "params", []):
+            for opt in [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]:
+                if opt.startswith("--"):
+                    assert f"`{opt}" in text, f"{path or 'toolweave'} {opt} is not in docs/cli.md"
+            envvar = getattr(param, "envvar", None)
+            if envvar:
+                assert f"`{envvar}`" in text, envvar
+    for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 130 |"):
+        assert code in text
