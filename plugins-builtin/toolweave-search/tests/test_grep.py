@@ -178,6 +178,26 @@ async def test_invalid_regex_is_invalid_params(tree: Path, engine: str) -> None:
     assert "regular expression" in result.text
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ({"pattern": "\x00"}, "pattern"),
+        ({"pattern": "needle\x00"}, "pattern"),
+        ({"pattern": "needle", "glob": "*.py\x00"}, "glob"),
+    ],
+)
+async def test_a_nul_in_the_pattern_or_glob_is_invalid_params(
+    tree: Path, engine: str, args: dict[str, Any], field: str
+) -> None:
+    """A NUL (which ripgrep's command line cannot carry) is invalid_params naming its
+    parameter, on both engines alike."""
+    result = await session_for(tree, engine).call("grep", args)
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.INVALID_PARAMS
+    assert result.text.startswith(f"`{field}` contains a NUL character"), result.text
+
+
 PARITY_CASES: list[dict[str, Any]] = [
     {"pattern": "needle"},
     {"pattern": "needle", "case_insensitive": True},

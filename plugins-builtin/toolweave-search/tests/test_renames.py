@@ -16,7 +16,7 @@ CONFIG: dict[str, Any] = {
         {
             "id": "grep",
             "name": "Search",
-            "rename": {"path": "where", "glob": "files", "head_limit": "most"},
+            "rename": {"pattern": "regex", "path": "where", "glob": "files", "head_limit": "most"},
             "params": {"engine": "python"},
         },
         {
@@ -43,11 +43,14 @@ def session(tree: Path) -> Session:
 CALLS = [
     (
         "Search",
-        {"pattern": "e", "most": 1},
+        {"regex": "e", "most": 1},
         "Narrow the search with `where`, `files` or a more specific pattern, or raise `most`.",
     ),
-    ("Search", {"pattern": "e", "files": MANY}, "`files` expands to too many alternatives"),
+    ("Search", {"regex": "e", "files": MANY}, "`files` expands to too many alternatives"),
+    ("Search", {"regex": "a\x00"}, "`regex` contains a NUL character"),
+    ("Search", {"regex": "e", "files": "*\x00"}, "`files` contains a NUL character"),
     ("Find", {"shape": MANY}, "`shape` expands to too many alternatives"),
+    ("Find", {"shape": "*.py\x00"}, "`shape` contains a NUL character"),
     ("Find", {"shape": "*", "folder": "a.py"}, "give the folder to search in as `folder`."),
 ]
 

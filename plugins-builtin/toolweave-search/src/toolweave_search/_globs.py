@@ -45,11 +45,15 @@ MAX_EXPANDED_CHARS = 16_384
 
 
 def check_glob(pattern: str, field: str) -> None:
-    """Refuse a glob that is too long or expands to too many alternatives.
+    """Refuse a glob that holds a NUL, is too long or expands to too many alternatives.
 
     Raises:
-        ToolError: ``invalid_params`` naming the limit.
+        ToolError: ``invalid_params`` naming ``field`` and the rule.
     """
+    if "\x00" in pattern:
+        raise _invalid(
+            f"`{field}` contains a NUL character, which no file name holds; leave it out",
+        )
     if len(pattern) > MAX_PATTERN_CHARS:
         from toolweave.errors import preview
 

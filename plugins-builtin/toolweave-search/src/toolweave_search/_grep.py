@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, PrivateAttr
 from toolweave import Capabilities, Context, Kind, Tool, ToolOutput, Workspace
+from toolweave.errors import ErrorKind, ToolError
 
 from toolweave_search._engine import EngineParams, resolve_engine, search
 from toolweave_search._globs import MAX_PATTERN_CHARS, check_glob
@@ -175,6 +176,12 @@ line by line, so a pattern cannot span lines."""
     async def run(self, ctx: Context, args: GrepArgs) -> GrepOutput:
         """Resolve the path, choose the engine, search and format."""
         params = ctx.params(GrepParams)
+        if "\x00" in args.pattern:
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS,
+                f"`{ctx.param_name('pattern')}` contains a NUL character: files holding one "
+                "are binary and never searched, and ripgrep cannot be given one; leave it out",
+            )
         workspace = ctx.require(Workspace)
         where = args.path if args.path and args.path.strip() else ""
         limit = min(args.head_limit or params.default_head_limit, params.max_head_limit)
