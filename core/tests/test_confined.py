@@ -67,6 +67,20 @@ def test_keeping_a_link_checks_where_it_leads(tree: Path) -> None:
     assert "symbolic link" in info.value.message
 
 
+def test_a_link_taken_as_itself_may_lead_anywhere(tree: Path) -> None:
+    """locate(check_link_target=False) returns a link leading out as the entry, to be
+    unlinked or renamed; links on the way and `..` above the root are still refused."""
+    ws = Workspace(tree)
+    for name in ("out_file", "out_dir", "loop"):
+        with ws.locate(name, follow_final_link=False, check_link_target=False) as loc:
+            assert (loc.name, loc.relative) == (name, name)
+            assert os.readlink(loc.name, dir_fd=loc.dir_fd) == os.readlink(tree / name)
+    for path in ("out_dir/secret.txt", "out_dir/", "out_dir/.", "..", "out_file/.."):
+        with pytest.raises(ToolError) as info:
+            ws.locate(path, follow_final_link=False, check_link_target=False)
+        assert info.value.kind is ErrorKind.PERMISSION_DENIED, path
+
+
 def test_create_parents_makes_directories_inside(tree: Path) -> None:
     """Missing parents are created below the root, through links that stay inside."""
     with Workspace(tree).locate("in_dir/new/deeper/file.txt", create_parents=True) as loc:

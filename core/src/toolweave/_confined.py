@@ -47,7 +47,7 @@ _SUPPORTED = bool(
     and os.stat in os.supports_follow_symlinks
 )
 
-Mode = Literal["keep", "follow", "open"]
+Mode = Literal["keep", "link", "follow", "open"]
 
 
 @final
@@ -211,11 +211,13 @@ def walk(
         root: The root, absolute, with links resolved.
         asked: Relative to the root, or absolute.
         mode: What to do with a link in the last component: ``keep`` it (the entry is
-            the link; it must still lead inside), ``follow`` it, or ``open`` the entry
-            with ``flags``, following links (the result's :attr:`Location.fd`).
+            the link; it must still lead inside), take it as the ``link`` it is
+            whatever it leads to (for unlinking or renaming it, which never follow
+            it), ``follow`` it, or ``open`` the entry with ``flags``, following links
+            (the result's :attr:`Location.fd`).
         flags: The ``os.open`` flags of mode ``open`` (``O_NOFOLLOW`` is added).
-        create_parents: Create missing directories on the way (mode ``keep`` or
-            ``follow``), each relative to the descriptor of its parent.
+        create_parents: Create missing directories on the way (modes other than
+            ``open``), each relative to the descriptor of its parent.
 
     Returns:
         The entry, owning its descriptors.
@@ -241,7 +243,7 @@ def walk(
     if start is None:
         raise _denied(asked, root, via_link=False)
     # A path ending in "/", "." or ".." names a directory: its last link is followed.
-    if mode == "keep" and os.path.basename(asked) in ("", ".", ".."):
+    if mode in ("keep", "link") and os.path.basename(asked) in ("", ".", ".."):
         mode = "follow"
     pending = start[::-1]  # a stack: the next component is at the end
     stack = [os.open(root, _DIR_FLAGS)]
@@ -280,6 +282,8 @@ def walk(
                 names.pop()
                 continue
             if not pending and mode != "follow":
+                if mode == "link":
+                    return _result(stack, names, part)
                 if mode == "keep":
                     target = _readlink(part, here)
                     if target is not None:

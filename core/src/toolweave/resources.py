@@ -213,6 +213,7 @@ class Workspace:
         *,
         follow_final_link: bool = True,
         create_parents: bool = False,
+        check_link_target: bool = True,
     ) -> Location:
         """The entry ``path`` names, held by a descriptor of its directory.
 
@@ -226,9 +227,16 @@ class Workspace:
             path: Relative to the root, or absolute; ``""`` and ``"."`` name the root.
             follow_final_link: Follow a link in the last component (the default).
                 ``False`` is for acting on the entry itself (deleting or moving a link):
-                the entry is the link, and what it leads to must still be inside.
+                the entry is the link, and what it leads to must still be inside
+                (unless ``check_link_target`` is ``False``).
             create_parents: Create missing directories on the way, each inside the
                 descriptor of its parent.
+            check_link_target: With ``follow_final_link=False``, refuse a link in the
+                last component that leads outside (the default). ``False`` takes the
+                link as the entry whatever it leads to: only for unlinking or renaming
+                the link itself (``os.unlink``, ``os.replace`` relative to
+                ``loc.dir_fd``), which never follow it; never for reading, writing or
+                listing through it. Links on the way are checked all the same.
 
         Returns:
             The entry (which need not exist), owning an open descriptor.
@@ -244,7 +252,7 @@ class Workspace:
         return walk(
             self._text,
             os.fspath(path),
-            mode="follow" if follow_final_link else "keep",
+            mode="follow" if follow_final_link else "keep" if check_link_target else "link",
             create_parents=create_parents,
         )
 

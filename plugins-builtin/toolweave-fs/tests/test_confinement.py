@@ -66,9 +66,21 @@ def trap(workspace: Path, outside: Path) -> Path:
     return outside
 
 
+ON_THE_LINK = {
+    ("delete(file)", "symlink_to_outside"),
+    ("delete(dir)", "symlink_to_outside"),
+    ("move(source)", "symlink_to_outside"),
+}
+"""Calls that act on a link inside itself, not on what it leads to: no escape (see
+:func:`test_delete_and_move_act_on_a_link_leading_outside`). A link leading outside as
+the destination of a move is still refused (``move(destination)``)."""
+
+
 @pytest.mark.anyio
-@pytest.mark.parametrize("escape", sorted(ESCAPES))
-@pytest.mark.parametrize("call", sorted(CALLS))
+@pytest.mark.parametrize(
+    ("call", "escape"),
+    [(c, e) for c in sorted(CALLS) for e in sorted(ESCAPES) if (c, e) not in ON_THE_LINK],
+)
 async def test_every_tool_refuses_every_escape(
     session: Session, workspace: Path, trap: Path, escape: str, call: str
 ) -> None:
@@ -84,6 +96,32 @@ async def test_every_tool_refuses_every_escape(
     assert (workspace / "inside.txt").read_text() == "inside\n"
     assert (workspace / "link.txt").is_symlink()
     assert (workspace / "outdir").is_symlink()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("link", ["link.txt", "dangling.txt", "outdir"])
+async def test_delete_and_move_act_on_a_link_leading_outside(
+    session: Session, workspace: Path, trap: Path, link: str
+) -> None:
+    """A link inside that leads outside (to a file, nowhere, a folder) is itself deleted
+    or moved; what it leads to is untouched, and the moved link still leads nowhere a
+    tool may go."""
+    before = _snapshot(trap)
+    target = os.readlink(workspace / link)
+    moved = await session.call("move", {"source": link, "destination": f"sub/{link}"})
+    assert moved.error is None, moved.text
+    assert moved.text == f"Moved symlink `{link}` to `sub/{link}`."
+    assert not (workspace / link).is_symlink()
+    assert os.readlink(workspace / "sub" / link) == target
+    through = await session.call("read_file", {"path": f"sub/{link}"})
+    assert through.error is not None
+    assert through.error.kind is ErrorKind.PERMISSION_DENIED
+    deleted = await session.call("delete", {"path": f"sub/{link}", "recursive": True})
+    assert deleted.error is None, deleted.text
+    assert deleted.text == f"Deleted symlink `sub/{link}`."
+    assert not (workspace / "sub" / link).is_symlink()
+    assert _snapshot(trap) == before
+    assert (trap / "secret.txt").read_text() == "top secret\n"
 
 
 def test_resolve_keeps_paths_inside(tmp_path: Path) -> None:

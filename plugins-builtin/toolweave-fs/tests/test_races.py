@@ -129,6 +129,13 @@ CALLS: dict[str, tuple[str, str, dict[str, Any]]] = {
         "move",
         {"source": "dd/secret.txt", "destination": "stolen.txt", "overwrite": True},
     ),
+    "delete(the link itself)": ("file", "delete", {"path": "f.txt"}),
+    "delete(the folder itself)": ("dir", "delete", {"path": "dd", "recursive": True}),
+    "move(the link itself)": (
+        "file",
+        "move",
+        {"source": "f.txt", "destination": "moved/f.txt", "overwrite": True},
+    ),
     "move(into)": (
         "dir",  # only dd is swapped: f.txt is put back by the test
         "move",
@@ -180,9 +187,15 @@ def _hammer(
 
 
 def _after_move(workspace: Path, leaks: list[str]) -> None:
-    """Put ``f.txt`` back when it was moved away; note outside content moved in."""
-    if not os.path.lexists(workspace / "f.txt"):
-        (workspace / "f.txt").write_text("inside")
+    """Put ``f.txt`` back when it was moved away, and take away a link moved in (a
+    destination leading outside is refused, which would end the moves); note outside
+    content moved in."""
+    with contextlib.suppress(FileExistsError):  # never through a link swapped in
+        fd = os.open(workspace / "f.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        os.write(fd, b"inside")
+        os.close(fd)
+    if (workspace / "moved/f.txt").is_symlink():
+        (workspace / "moved/f.txt").unlink()
     stolen = workspace / "stolen.txt"
     if stolen.exists() and stolen.read_text() == SECRET:
         leaks.append("moved the outside secret into the workspace")

@@ -56,7 +56,7 @@ class Delete(Tool[DeleteArgs, DeleteOutput]):
     def run(self, ctx: Context, args: DeleteArgs) -> DeleteOutput:
         """Delete the entry."""
         fs = filesystem(ctx.resources)
-        with fs.entry(args.path, follow_final_link=False) as entry:
+        with fs.entry(args.path, follow_final_link=False, check_link_target=False) as entry:
             shown = fs.spell(entry.relative)
             if entry.is_root:
                 raise ToolError(ErrorKind.PERMISSION_DENIED, "the workspace root cannot be deleted")

@@ -105,10 +105,16 @@ class FileSystem:
         return self.workspace.resolve(path, follow_final_link=False)
 
     def entry(
-        self, path: str, *, follow_final_link: bool = True, create_parents: bool = False
+        self,
+        path: str,
+        *,
+        follow_final_link: bool = True,
+        create_parents: bool = False,
+        check_link_target: bool = True,
     ) -> Location:
         """The entry ``path`` names, held by a descriptor of its directory; see
-        :meth:`toolweave.Workspace.locate`. Use it in a ``with`` block.
+        :meth:`toolweave.Workspace.locate` (``check_link_target=False`` only to unlink
+        or rename a link itself). Use it in a ``with`` block.
 
         Raises:
             ToolError: ``permission_denied`` outside the root, ``invalid_params`` for a
@@ -117,7 +123,10 @@ class FileSystem:
         """
         try:
             return self.workspace.locate(
-                path, follow_final_link=follow_final_link, create_parents=create_parents
+                path,
+                follow_final_link=follow_final_link,
+                create_parents=create_parents,
+                check_link_target=check_link_target,
             )
         except OSError as exc:
             raise os_error(exc, self.spell(path)) from None

@@ -64,7 +64,7 @@ class Move(Tool[MoveArgs, MoveOutput]):
     def run(self, ctx: Context, args: MoveArgs) -> MoveOutput:
         """Move the entry."""
         fs = filesystem(ctx.resources)
-        with fs.entry(args.source, follow_final_link=False) as src:
+        with fs.entry(args.source, follow_final_link=False, check_link_target=False) as src:
             src_shown = fs.spell(src.relative)
             if src.is_root:
                 raise ToolError(ErrorKind.PERMISSION_DENIED, "the workspace root cannot be moved")
