@@ -152,7 +152,7 @@ def test_call_and_describe_a_plugin_tool(workspace: Path) -> None:
     assert info["origin"] == f"dir:{(workspace / 'tools' / 'plugins').resolve()}"
     assert {a["name"] for a in info["arguments"]} == {"text", "max_length"}
     code, _, err = invoke("describe", "text_summary", "--no-plugins")
-    assert code == 1
+    assert code == 2  # an unknown tool is a usage error (docs/cli.md)
     assert "no tool named 'text_summary'" in err
 
 
