@@ -92,7 +92,17 @@ def _raised(call: _Call, exc: BaseException) -> CallResult:
     return CallResult(None, err.message, err, call.call_id, None, call.name)
 
 
-async def _one(session: Session, call: _Call) -> CallResult:
+def _not_run(call: _Call) -> CallResult:
+    """The result of a call the batch did not start because the session closed."""
+    err = ToolError(
+        ErrorKind.CANCELLED, f"{call.name} was not run: the session was closed during the batch"
+    )
+    return CallResult(None, err.message, err, call.call_id, None, call.name)
+
+
+async def _one(session: Session, call: _Call, closed_before: bool) -> CallResult:
+    if session.closed and not closed_before:  # its close stopped the calls running then
+        return _not_run(call)
     try:
         return await session.call(call.name, call.arguments, call.call_id)
     except Exception as exc:  # pragma: no cover - Session.call returns failures
@@ -157,7 +167,10 @@ def _asyncio_running() -> bool:
 async def run_batch(
     session: Session, calls: Iterable[CallLike], limit: int | None = None
 ) -> list[CallResult]:
-    """Run ``calls`` (see :meth:`Session.call_many`); results in call order."""
+    """Run ``calls`` (see :meth:`Session.call_many`); results in call order.
+
+    Calls not started yet when the session closes are not started (``cancelled``)."""
+    closed_before = session.closed
     given = [_normalise(c) for c in calls]
     results: list[CallResult | None] = [c if isinstance(c, CallResult) else None for c in given]
     batch = [(i, c) for i, c in enumerate(given) if isinstance(c, _Call)]
@@ -169,15 +182,15 @@ async def run_batch(
 
         async def run(i: int, call: _Call) -> None:
             if gate is None:
-                results[i] = await _one(session, call)
+                results[i] = await _one(session, call, closed_before)
             else:
                 async with gate:
-                    results[i] = await _one(session, call)
+                    results[i] = await _one(session, call, closed_before)
 
         async with anyio.create_task_group() as tg:
             for i, call in batch:
                 tg.start_soon(run, i, call)
     else:
         for i, call in batch:
-            results[i] = await _one(session, call)
+            results[i] = await _one(session, call, closed_before)
     return [r for r in results if r is not None]

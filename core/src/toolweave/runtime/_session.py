@@ -102,6 +102,7 @@ class Session:
         "_inline",
         "_listing",
         "_listing_json",
+        "_live",
         "_notifier",
         "_overlay",
         "_overlay_stamp",
@@ -153,6 +154,8 @@ class Session:
         self._notifier: Notifier | None = None
         self._state = SessionState(self.session_id, self._store_opener(state_store))
         self._running: dict[str, Running] = {}
+        self._live: set[Running] = set()
+        """Every call running now, with an id or without (what :meth:`aclose` stops)."""
         self._inline: bool | None = None
         """Run a call's first step inline (asyncio); found out on the first call."""
         self._external: dict[str, ToolEntry] = {}
@@ -209,7 +212,7 @@ class Session:
         if self._closed:
             return
         self._closed = True
-        for running in list(self._running.values()):
+        for running in list(self._live):
             running.cancel()
         closers, self._closers = self._closers, []
         for callback in reversed(closers):
@@ -681,7 +684,9 @@ class Session:
         return self.default_timeout if entry.tool.source == "local" else self.external_timeout
 
     def _track(self, call_id: str | None, running: Running) -> Running:
-        """Make the call ``call_id`` (if given) cancellable through ``running``."""
+        """Make the call ``call_id`` (if given) cancellable through ``running``; every
+        call, with an id or not, is stopped by :meth:`aclose`."""
+        self._live.add(running)
         if call_id is not None:
             try:
                 self._running[call_id] = running
@@ -691,6 +696,7 @@ class Session:
 
     def _untrack(self, call_id: str | None, running: Running) -> None:
         """Forget ``call_id`` unless a later call with the same id has taken it over."""
+        self._live.discard(running)
         try:
             if call_id is not None and self._running.get(call_id) is running:
                 del self._running[call_id]
