@@ -28,12 +28,25 @@ from toolweave_shell._output import PROGRESS_MAX_CHARS, CappedText, LineBatcher,
 from toolweave_shell._tasks import ShellTasks, start_background
 from toolweave_shell._terminal import LocalTerminal, RunningCommand, Terminal
 
-__all__ = ["Bash", "BashArgs", "BashOutput", "BashParams", "describe_exit"]
+__all__ = [
+    "MAX_COMMAND_BYTES",
+    "MAX_COMMAND_CHARS",
+    "Bash",
+    "BashArgs",
+    "BashOutput",
+    "BashParams",
+    "describe_exit",
+]
 
 _POLL = 0.25
 """Seconds between checks whether the shell ended while its output pipe stays open."""
 _DRAIN = 0.5
 """Seconds to keep reading after the shell ended, for output still in the pipe."""
+MAX_COMMAND_CHARS = 100_000
+"""The longest command, in characters (the schema's ``maxLength``, so the model sees it)."""
+MAX_COMMAND_BYTES = 128 * 1024 - 1
+"""The longest command in UTF-8 bytes: Linux refuses a longer single argument of a new
+process (``MAX_ARG_STRLEN``, with its NUL) as "Argument list too long"."""
 TIMEOUT_TAIL_CHARS = 4_000
 """How much of the end of its output a command that timed out shows in its error."""
 
@@ -46,7 +59,13 @@ def _progress(message: str) -> Progress:
 class BashArgs(BaseModel):
     """Arguments of ``bash``."""
 
-    command: str = Field(min_length=1, description="The shell command to run.")
+    command: str = Field(
+        min_length=1,
+        max_length=MAX_COMMAND_CHARS,
+        description=(
+            "The shell command to run. Longer scripts belong in a file that the command runs."
+        ),
+    )
     """The shell command to run."""
 
     timeout: int | None = Field(
@@ -230,6 +249,13 @@ class Bash(Tool[BashArgs, BashOutput]):
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
                 f"`{ctx.param_name('command')}` holds a NUL character, which no command can hold",
+            )
+        size = len(args.command.encode("utf-8", "surrogatepass"))
+        if size > MAX_COMMAND_BYTES:
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS,
+                f"`{ctx.param_name('command')}` is {size:,} bytes in UTF-8; a command holds "
+                f"at most {MAX_COMMAND_BYTES:,}. Write the script to a file and run that.",
             )
         if args.is_background:
             if not params.enabled_background:
