@@ -18,6 +18,7 @@ from toolweave.catalog._arguments import ArgumentsJsonSchema, model_arguments
 from toolweave.catalog._toolset import ToolDefinition
 from toolweave.formats import FORMATS, FrozenDict, render
 from toolweave.formats._frozen import Prefrozen, freeze
+from toolweave.formats.mcp import hints as mcp_hints
 
 
 class Priority(enum.StrEnum):
@@ -268,7 +269,11 @@ def _plain(format: str, definition: ToolDefinition) -> Any:
         "openai": {"type": "function", "function": {**fn, "parameters": schema}},
         "openai-responses": {"type": "function", **fn, "parameters": schema, "strict": False},
         "anthropic": {**fn, "input_schema": schema},
-        "mcp": {**fn, "inputSchema": schema, "annotations": {"readOnlyHint": definition.read_only}},
+        "mcp": {
+            **fn,
+            "inputSchema": schema,
+            "annotations": mcp_hints(definition.read_only, definition.scope),
+        },
     }[format]
 
 

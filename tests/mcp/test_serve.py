@@ -429,3 +429,38 @@ async def test_served_tools_carry_the_hints_of_their_capabilities() -> None:
         again = {t.name: t.annotations for t in SessionServer(importer).tools()}
     assert again["mcp__up__lookup"] == tools["lookup"].annotations
     assert again["mcp__up__run"] == types.ToolAnnotations(read_only_hint=False)
+
+
+def test_the_mcp_listing_of_a_session_carries_the_served_hints() -> None:
+    """``session.definitions("mcp")`` says what the MCP server serves: the same hints
+    for the same capabilities."""
+    from toolweave import Capabilities, ToolSetBuilder, tool
+    from toolweave.mcp._convert import annotations_for
+
+    @tool(blocking=False, read_only=True, scope="network")
+    def lookup(term: str) -> str:
+        """Look a term up on the web. Not for local files.
+
+        Args:
+            term: What to look up.
+        """
+        return term
+
+    @tool(blocking=False, scope="system")
+    def run(command: str) -> str:
+        """Run a command. Not for reading files.
+
+        Args:
+            command: The command.
+        """
+        return command
+
+    builder = ToolSetBuilder()
+    builder.add(lookup)
+    builder.add(run)
+    listed = {d["name"]: d["annotations"] for d in builder.build().session().definitions("mcp")}
+    for name, read_only, scope in (("lookup", True, "network"), ("run", False, "system")):
+        served = annotations_for(Capabilities(read_only=read_only, scope=scope), read_only)
+        assert dict(listed[name]) == served.model_dump(by_alias=True, exclude_none=True)
+    assert dict(listed["lookup"])["openWorldHint"] is True
+    assert "openWorldHint" not in listed["run"]

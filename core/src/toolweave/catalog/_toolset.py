@@ -62,6 +62,8 @@ class ToolDefinition:
         kind: The tool's kind (value of :class:`~toolweave.Kind`).
         read_only: Whether the tool changes nothing.
         source: ``"local"`` or where an external tool came from (``"mcp:<server>"``).
+        scope: What the tool reaches (:attr:`Capabilities.scope
+            <toolweave.Capabilities.scope>`: ``"workspace"``, ``"network"``, ...).
     """
 
     name: str
@@ -71,6 +73,7 @@ class ToolDefinition:
     kind: str
     read_only: bool
     source: str = "local"
+    scope: str = "workspace"
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral definition as JSON-able data."""
@@ -171,6 +174,7 @@ class ToolEntry:
             _KIND_VALUES[self.kind],
             self.read_only,
             tool.source,
+            tool.capabilities.scope,
         )
         listed = tool.listed_schema_if_made
         if listed is not None:

@@ -10,6 +10,7 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from toolweave.errors import ErrorKind, ToolError
+from toolweave.formats.mcp import hints
 from toolweave.mcp._names import subject
 from toolweave.results import CallResult
 
@@ -202,33 +203,15 @@ def call_result_to_mcp(result: CallResult) -> types.CallToolResult:
     return types.CallToolResult(content=text, structured_content=structured, is_error=False)
 
 
-_CLOSED_SCOPES: Final = frozenset({"workspace", "none"})
-"""Scopes whose tools reach nothing outside the host's workspace: a closed world."""
-
-
 def annotations_for(capabilities: Capabilities, read_only: bool) -> types.ToolAnnotations:
-    """The MCP hints a tool's capabilities support, and no others (unset: unknown).
-
-    - ``readOnlyHint``: whether the tool changes nothing;
-    - ``destructiveHint`` ``false`` and ``idempotentHint`` ``true`` for a read-only tool
-      (it changes nothing, so nothing is destroyed and a repeat changes nothing);
-      unset for the others, whose capabilities do not say which of their changes are
-      destructive or repeatable;
-    - ``openWorldHint``: ``true`` for scope ``network``; ``false`` for ``workspace`` and
-      ``none``; unset for ``system`` (a command may reach anything) and other scopes.
+    """The MCP hints a tool's capabilities support, and no others (unset: unknown), as
+    :func:`toolweave.formats.mcp.hints` chooses them.
 
     Args:
         capabilities: The tool's declared capabilities.
         read_only: Whether it changes nothing (as resolved from the capabilities and kind).
     """
-    scope = capabilities.scope
-    open_world = True if scope == "network" else False if scope in _CLOSED_SCOPES else None
-    return types.ToolAnnotations(
-        read_only_hint=read_only,
-        destructive_hint=False if read_only else None,
-        idempotent_hint=True if read_only else None,
-        open_world_hint=open_world,
-    )
+    return types.ToolAnnotations.model_validate(hints(read_only, capabilities.scope))
 
 
 def scope_from(annotations: types.ToolAnnotations | None) -> str:
