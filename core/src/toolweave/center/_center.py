@@ -219,6 +219,30 @@ class Snapshot:
             rollout = flags.get(("tool", name, "rollout"))
             if rollout is not None:
                 self.rollouts[name] = (rollout["version"], float(rollout["percent"]))
+        self._share_between_names()
+
+    def _share_between_names(self) -> None:
+        """Names of one tool (the same source and fqid: a tool some session lists under
+        another name) share their switches: the tool is off under every name when it is
+        off under one, and only roles every name's whitelist admits may use it."""
+        names_of: dict[tuple[str, str], list[str]] = {}
+        for name, record in self.records.items():
+            if record.fqid:
+                names_of.setdefault((record.source, record.fqid), []).append(name)
+        for names in names_of.values():
+            if len(names) < 2:
+                continue
+            names.sort()
+            off = [n for n in names if self.status[n] is not Status.ENABLED]
+            first = next((n for n in off if self.status[n] is Status.DISABLED), None)
+            first = first or (off[0] if off else None)
+            whitelists = [set(w) for n in names if (w := self.roles[n]) is not None]
+            allowed = tuple(sorted(set.intersection(*whitelists))) if whitelists else None
+            for name in names:
+                if first is not None and self.status[name] is Status.ENABLED:
+                    self.status[name] = self.status[first]
+                    self.reasons[name] = self.reasons.get(first) or f"the same tool as {first}"
+                self.roles[name] = allowed
 
     def version_for(self, name: str, session_id: str, cohort: str | None) -> str | None:
         """The behaviour version a session runs for ``name``: a pin for its cohort, else
