@@ -198,6 +198,38 @@ async def test_a_nul_in_the_pattern_or_glob_is_invalid_params(
     assert result.text.startswith(f"`{field}` contains a NUL character"), result.text
 
 
+HUGE_LINE = 50_000_000
+"""Characters of a one-line file full of matches: ``rg --json`` wrote about 2.7 GB
+for it (a match event lists every match), past any deadline."""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_one_huge_line_full_of_matches_is_answered_quickly(
+    tmp_path: Path, engine: str
+) -> None:
+    """Every mode answers a 50 MB line of matches well within the call's timeout; the
+    content shows the line's start and says the rest was left out, on both engines."""
+    (tmp_path / "huge.txt").write_text("ab" * (HUGE_LINE // 2) + "\n")
+    (tmp_path / "small.txt").write_text("x\nab\n")
+    packs = PackManager(strict=True)
+    packs.add("search", pack)
+    config = {"tools": [{"id": "grep", "timeout": 60, "params": {"engine": engine}}]}
+    session = packs.builder().build(config).session(workspace=tmp_path)
+    expected = {
+        "files_with_matches": ["huge.txt", "small.txt"],
+        "count": ["huge.txt:1", "small.txt:1"],
+        "content": [
+            "huge.txt:1:" + "ab" * 200 + "... [the rest of a very long line left out]",
+            "small.txt:2:ab",
+        ],
+    }
+    for mode, results in expected.items():
+        result = await session.call("grep", {"pattern": "b", "output_mode": mode})
+        assert result.error is None, result.text
+        assert isinstance(result.output, dict)
+        assert result.output["results"] == results
+
+
 PARITY_CASES: list[dict[str, Any]] = [
     {"pattern": "needle"},
     {"pattern": "needle", "case_insensitive": True},

@@ -202,6 +202,7 @@ line by line, so a pattern cannot span lines."""
                 before=before,
                 after=after,
                 limit=limit,
+                line_chars=params.max_line_chars,
             )
             hits = await search(rg, workspace.root, start, query)
         lines, files, truncated = format_hits(

@@ -22,17 +22,21 @@ def proc_fd(fd: int) -> str:
     return f"/proc/self/fd/{fd}"
 
 
-async def json_lines(process: anyio.abc.Process) -> AsyncIterator[bytes]:
-    """The lines ``process`` writes on its standard output, as they come."""
+async def json_lines(process: anyio.abc.Process, end: bytes = b"\n") -> AsyncIterator[bytes]:
+    """The lines ``process`` writes on its standard output, as they come (``end``: what
+    ends each, e.g. the NUL after each path of ``rg --files-with-matches --null``)."""
     assert process.stdout is not None
-    pending = b""
+    pending = bytearray()  # grows in place: a line of many chunks costs its length once
     async for chunk in process.stdout:
         pending += chunk
-        *complete, pending = pending.split(b"\n")
+        if end not in chunk:
+            continue
+        *complete, rest = bytes(pending).split(end)
+        pending = bytearray(rest)
         for line in complete:
             yield line
     if pending:
-        yield pending
+        yield bytes(pending)
 
 
 async def finish(process: anyio.abc.Process, early: bool) -> tuple[int | None, str]:

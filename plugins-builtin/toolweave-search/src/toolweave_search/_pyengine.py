@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from toolweave_search._fdwalk import open_dir, read_fd, read_file
 from toolweave_search._globs import GlobFilter
 from toolweave_search._ignore import IgnoreStack
+from toolweave_search._results import max_columns
 
 TYPE_CHECKING = False  # typing itself is not imported: the worker starts faster
 if TYPE_CHECKING:
@@ -121,7 +122,17 @@ def _hits(text: str, regex: re.Pattern[str], query: dict[str, Any]) -> list[Any]
         end = min(i + query["after"], len(lines) - 1)
         shown.extend(range(first, end + 1))
         last = max(last, end)
-    return [len(matched), [[i + 1, lines[i].rstrip("\r"), i in is_match] for i in shown]]
+    cap = max_columns(query["line_chars"])
+    return [len(matched), [_shown(i + 1, lines[i], i in is_match, cap) for i in shown]]
+
+
+def _shown(number: int, line: str, match: bool, cap: int) -> list[Any]:
+    """``[number, text, is_match, cut]``: a line over ``cap`` bytes cut to its first
+    ``cap`` characters, as ripgrep's ``--max-columns`` does."""
+    line = line.rstrip("\r")
+    if len(line) * 4 <= cap or len(line.encode("utf-8", "surrogateescape")) <= cap:
+        return [number, line, match, False]
+    return [number, line[:cap], match, True]
 
 
 def grep(root_fd: int, start_fd: int, parts: list[str], query: dict[str, Any]) -> Iterator[Any]:

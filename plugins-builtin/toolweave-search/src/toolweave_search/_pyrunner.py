@@ -121,13 +121,14 @@ async def python_grep(start: Start, query: GrepQuery) -> list[FileHits]:
         if isinstance(answer, dict):
             raise ToolError(ErrorKind.INVALID_PARAMS, str(answer.get("error")))
         path, count, lines = answer
-        hits = FileHits(path, count, [Line(n, text, match) for n, text, match in lines])
+        hits = FileHits(path, count, [Line(*line) for line in lines])
         found.append(hits)
         entries += len(hits.lines) if query.mode == "content" else 1
         return entries <= query.limit
 
     fields = (
-        "pattern", "glob", "mode", "case_insensitive", "before", "after", "limit", "is_file"
+        "pattern", "glob", "mode", "case_insensitive", "before", "after", "limit", "is_file",
+        "line_chars",
     )  # fmt: skip
     await _run(start, {"op": "grep", "query": {k: getattr(query, k) for k in fields}}, take)
     return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["FileHits", "GrepQuery", "Line", "OutputMode", "format_hits"]
+__all__ = ["FileHits", "GrepQuery", "Line", "OutputMode", "format_hits", "max_columns"]
 
 OutputMode = Literal["content", "files_with_matches", "count"]
 
@@ -17,6 +17,9 @@ class Line:
     number: int
     text: str
     match: bool
+    cut: bool = False
+    """Whether the engine left out the end of a very long line (ripgrep's
+    ``--max-columns``): the line is longer than ``text``."""
 
 
 @dataclass(slots=True)
@@ -48,6 +51,8 @@ class GrepQuery:
         before: Context lines before each match (``content`` mode).
         after: Context lines after each match (``content`` mode).
         limit: Stop after this many entries (lines, files or counts) plus one.
+        line_chars: Lines are shown up to this many characters (``content`` mode); an
+            engine may cut longer ones, keeping at least this many.
     """
 
     pattern: str
@@ -59,9 +64,20 @@ class GrepQuery:
     before: int
     after: int
     limit: int
+    line_chars: int = 400
 
 
-def _clip(text: str, limit: int) -> str:
+def max_columns(line_chars: int) -> int:
+    """The longest line, in bytes, an engine returns whole in ``content`` mode; of a
+    longer one it keeps the start only (at least ``line_chars`` characters, all that is
+    shown) and marks it :attr:`Line.cut`. ripgrep's ``--max-columns``."""
+    return max(4 * line_chars + 4, 4096)
+
+
+def _clip(line: Line, limit: int) -> str:
+    text = line.text
+    if line.cut:  # the engine kept only the start of a very long line
+        return f"{text[:limit]}... [the rest of a very long line left out]"
     if len(text) <= limit:
         return text
     more = len(text) - limit
@@ -120,7 +136,7 @@ def format_hits(
                 return out, files, True
             sep = ":" if line.match else "-"
             number = f"{line.number}{sep}" if line_numbers else ""
-            if not add(f"{hit.path}{sep}{number}{_clip(line.text, line_chars)}", hit.path):
+            if not add(f"{hit.path}{sep}{number}{_clip(line, line_chars)}", hit.path):
                 return out, files, True
             previous = line.number
             entries += 1
