@@ -152,13 +152,12 @@ def _items_as_objects(schema: dict[str, Any], defs: dict[str, Any]) -> st.Search
 
 
 def _beyond_the_schema(name: str, arguments: dict[str, Any]) -> bool:
-    """Whether ``arguments`` break one of the two rules the listed schemas do not state:
-    ``ask_user``'s choices are distinct and not blank, a todo item is not blank."""
+    """Whether ``arguments`` break the one rule the listed schemas cannot state:
+    ``ask_user``'s choices are distinct also when surrounding spaces are left out (the
+    schema states that they are not blank and that no two are alike as given)."""
     if name == "ask_user" and arguments.get("choices"):
         cleaned = [c.strip() for c in arguments["choices"]]
-        return not all(cleaned) or len(set(cleaned)) != len(cleaned)
-    if name == "todo_write":
-        return any(not item["content"].strip() for item in arguments["todos"])
+        return len(set(cleaned)) != len(cleaned)
     return False
 
 

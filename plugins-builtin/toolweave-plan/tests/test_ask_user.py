@@ -79,8 +79,22 @@ async def test_bad_choices_are_invalid(workspace: Path) -> None:
     """Duplicate or blank choices are invalid_params, caught before the user is asked."""
     user = ScriptedAskUser(["x"])
     session = make_session(workspace, user)
-    for choices in (["a", "a"], ["a", " "]):
+    for choices in (["a", "a"], ["a", " "], ["a", "a "], ["a", ""]):
         result = await session.call("ask_user", {"question": "Pick", "choices": choices})
         assert result.error is not None
         assert result.error.kind is ErrorKind.INVALID_PARAMS
     assert user.asked == []
+
+
+def test_the_schema_states_distinct_answers_that_are_not_blank(workspace: Path) -> None:
+    """The listed schema says what the validator checks: no blank answer, no two alike."""
+    session = make_session(workspace, ScriptedAskUser([]))
+    [params] = [
+        d["function"]["parameters"]
+        for d in session.definitions()
+        if d["function"]["name"] == "ask_user"
+    ]
+    array = params["properties"]["choices"]["anyOf"][0]
+    assert array["uniqueItems"] is True
+    assert array["items"]["pattern"] == r"\S"
+    assert array["items"]["minLength"] == 1

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from toolweave import ConfigError, Context, ErrorKind, Kind, PackManager, Session, Workspace, tool
 from toolweave_plan import PlanModeHook, PlanModeState, pack, set_plan_mode
+from toolweave_plan._plan_mode import MAX_PLAN_CHARS, MAX_REASON_CHARS
 
 pytestmark = pytest.mark.anyio
 
@@ -126,3 +127,25 @@ async def test_the_hook_applies_only_to_writers_while_plan_mode_is_on(workspace:
     await session.call("exit_plan", {"plan": "1. write"})
     assert not hook.applies_to(entries["write_note"])
     assert (await session.call("write_note", {"text": "c"})).error is None
+
+
+async def test_a_plan_or_reason_past_its_limit_is_refused(workspace: Path) -> None:
+    """The schema bounds the plan and the reason; a longer one is invalid_params, the
+    plan is not stored and plan mode stays on."""
+    session = make_session(workspace)
+    params = {d["function"]["name"]: d["function"]["parameters"] for d in session.definitions()}
+    assert params["exit_plan"]["properties"]["plan"]["maxLength"] == MAX_PLAN_CHARS
+    reason = params["enter_plan"]["properties"]["reason"]["anyOf"][0]
+    assert reason["maxLength"] == MAX_REASON_CHARS
+    too_long = await session.call("enter_plan", {"reason": "r" * (MAX_REASON_CHARS + 1)})
+    assert too_long.error is not None
+    assert too_long.error.kind is ErrorKind.INVALID_PARAMS
+    assert (await session.call("enter_plan", {"reason": "r" * MAX_REASON_CHARS})).error is None
+    huge = await session.call("exit_plan", {"plan": "p" * 50_000_000})
+    assert huge.error is not None
+    assert huge.error.kind is ErrorKind.INVALID_PARAMS
+    assert len(huge.text) < 2_000
+    state = session.state.get(PlanModeState)
+    assert state.active
+    assert state.plan is None
+    assert (await session.call("exit_plan", {"plan": "p" * MAX_PLAN_CHARS})).error is None

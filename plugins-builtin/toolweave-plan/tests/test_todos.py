@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import pytest
 from toolweave import ErrorKind, Kind, PackManager, Session, tool
 from toolweave_plan import pack
+from toolweave_plan._todos import MAX_TODOS, NOT_BLANK
 
 pytestmark = pytest.mark.anyio
 
@@ -71,6 +73,30 @@ async def test_blank_items_are_invalid(workspace: Path) -> None:
         result = await session.call("todo_write", {"todos": todos})
         assert result.error is not None
         assert result.error.kind is ErrorKind.INVALID_PARAMS
+
+
+async def test_the_schema_states_the_list_limit_and_blank_items(workspace: Path) -> None:
+    """The listed schema bounds the list and refuses blank items, so a model sees both
+    rules; a list of a million items is refused by that bound, before its items are
+    validated, with little memory."""
+    session = make_session(workspace)
+    [params] = [
+        d["function"]["parameters"]
+        for d in session.definitions()
+        if d["function"]["name"] == "todo_write"
+    ]
+    assert params["properties"]["todos"]["maxItems"] == MAX_TODOS
+    assert params["$defs"]["TodoItem"]["properties"]["content"]["pattern"] == NOT_BLANK
+    tracemalloc.start()
+    try:
+        result = await session.call("todo_write", {"todos": [{"content": "x"}] * 1_000_000})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.INVALID_PARAMS
+    assert f"at most {MAX_TODOS} items" in result.text
+    assert peak < 16 * 2**20
 
 
 async def test_todos_survive_a_restart_and_the_reminder_fires(workspace: Path) -> None:

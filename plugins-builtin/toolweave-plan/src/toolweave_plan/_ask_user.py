@@ -9,8 +9,9 @@ one, ``ask_user`` fails as ``unavailable`` and tells the model to go on by itsel
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Annotated
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from toolweave import (
     Answer,
     AskUserHandler,
@@ -23,6 +24,8 @@ from toolweave import (
     ToolError,
     ToolOutput,
 )
+
+from toolweave_plan._todos import NOT_BLANK
 
 __all__ = [
     "Answer",
@@ -78,8 +81,18 @@ class ScriptedAskUser(AskUserHandler):
         return Answer(text=scripted)
 
 
+_Choices = Annotated[
+    list[Annotated[str, Field(min_length=1, pattern=NOT_BLANK)]],
+    Field(max_length=10, json_schema_extra={"uniqueItems": True}),
+]
+"""Answers to pick from: at most ten, none blank, no two alike (``uniqueItems``; the
+validator also counts two that differ only in surrounding spaces as alike)."""
+
+
 class AskUserArgs(BaseModel):
     """Arguments of ``ask_user``."""
+
+    model_config = ConfigDict(regex_engine="python-re")  # `\S` as JSON Schema checkers read it
 
     question: str = Field(
         min_length=1,
@@ -88,9 +101,8 @@ class AskUserArgs(BaseModel):
     )
     """The question."""
 
-    choices: list[str] | None = Field(
+    choices: _Choices | None = Field(
         default=None,
-        max_length=10,
         description=(
             "Two to ten short, distinct answers to pick from; put the one you recommend "
             "first. Omit for an open question."
@@ -104,17 +116,25 @@ class AskUserArgs(BaseModel):
     )
     """Whether answers outside ``choices`` are allowed."""
 
+    @field_validator("choices", mode="before")
+    @classmethod
+    def _distinct_choices(cls, value: object) -> object:
+        """Refuse blank and repeated answers in words (before the schema's pattern); two
+        answers that differ only in surrounding spaces are the same answer."""
+        if isinstance(value, list) and all(isinstance(c, str) for c in value):
+            cleaned = [c.strip() for c in value]
+            if any(not c for c in cleaned):
+                raise ValueError("must not hold a blank answer")
+            if len(set(cleaned)) != len(cleaned):
+                raise ValueError("must hold distinct answers")
+        return value
+
     @field_validator("choices")
     @classmethod
     def _clean_choices(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
+        if not value:
             return None
-        cleaned = [c.strip() for c in value]
-        if any(not c for c in cleaned):
-            raise ValueError("must not hold a blank answer")
-        if len(set(cleaned)) != len(cleaned):
-            raise ValueError("must hold distinct answers")
-        return cleaned or None
+        return [c.strip() for c in value]
 
 
 class AskUserOutput(ToolOutput):

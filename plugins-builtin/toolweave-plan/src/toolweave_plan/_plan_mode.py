@@ -28,6 +28,8 @@ from toolweave import (
 from toolweave_plan._entries import entry_of
 
 __all__ = [
+    "MAX_PLAN_CHARS",
+    "MAX_REASON_CHARS",
     "EnterPlan",
     "EnterPlanArgs",
     "ExitPlan",
@@ -38,6 +40,14 @@ __all__ = [
     "plan_mode_guard",
     "set_plan_mode",
 ]
+
+
+MAX_PLAN_CHARS = 20_000
+"""The longest plan ``exit_plan`` takes, in characters: a concise plan of many steps is
+a few thousand; the plan is kept in the session's state."""
+
+MAX_REASON_CHARS = 500
+"""The longest reason ``enter_plan`` takes (one sentence), in characters."""
 
 
 class PlanModeState(BaseModel):
@@ -130,7 +140,9 @@ class EnterPlanArgs(BaseModel):
     """Arguments of ``enter_plan``."""
 
     reason: str | None = Field(
-        default=None, description="Why planning first is needed, in one sentence (optional)."
+        default=None,
+        max_length=MAX_REASON_CHARS,
+        description="Why planning first is needed, in one sentence (optional).",
     )
     """Why planning first is needed."""
 
@@ -182,6 +194,7 @@ class ExitPlanArgs(BaseModel):
 
     plan: str = Field(
         min_length=1,
+        max_length=MAX_PLAN_CHARS,
         description=(
             "The plan, in Markdown: the steps in order, the files each one changes, and "
             "how you will check the result."

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from toolweave import Capabilities, Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
 __all__ = [
+    "MAX_TODOS",
+    "NOT_BLANK",
     "TodoItem",
     "TodoList",
     "TodoParams",
@@ -25,16 +27,27 @@ TodoStatus = Literal["pending", "in_progress", "completed"]
 
 _MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 
+NOT_BLANK = r"\S"
+"""The schema's pattern of a text that must not be blank: it holds a character that is
+not white space (what :meth:`str.strip` removes)."""
+
+MAX_TODOS = 100
+"""The most items a todo list may hold, stated in the schema (``maxItems``) so that a
+longer list is refused before its items are validated; ``max_items`` may lower it."""
+
 
 class TodoItem(BaseModel):
     """One item of the todo list."""
 
+    model_config = ConfigDict(regex_engine="python-re")  # `\S` as JSON Schema checkers read it
+
     content: str = Field(
         min_length=1,
         max_length=500,
+        pattern=NOT_BLANK,
         description="What to do, as a short imperative sentence ('Add tests for the parser').",
     )
-    """What to do."""
+    """What to do (not blank)."""
 
     status: TodoStatus = Field(
         default="pending",
@@ -42,11 +55,17 @@ class TodoItem(BaseModel):
     )
     """Where the item stands."""
 
+    @field_validator("content", mode="before")
+    @classmethod
+    def _not_blank(cls, value: object) -> object:
+        """Say "blank" rather than quote the schema's pattern."""
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
     @field_validator("content")
     @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
+    def _stripped(cls, value: str) -> str:
         return value.strip()
 
 
@@ -72,8 +91,8 @@ class TodoParams(BaseModel):
     """Remind the model of unfinished items after this many calls without an update
     (and again after as many more); ``0`` turns the reminder off."""
 
-    max_items: int = Field(default=100, ge=1)
-    """The most items a list may hold."""
+    max_items: int = Field(default=MAX_TODOS, ge=1, le=MAX_TODOS)
+    """The most items a list may hold (at most :data:`MAX_TODOS`, the schema's limit)."""
 
 
 def render_todos(todos: list[TodoItem]) -> str:
@@ -110,6 +129,7 @@ class TodoWriteArgs(BaseModel):
     """Arguments of ``todo_write``."""
 
     todos: list[TodoItem] = Field(
+        max_length=MAX_TODOS,
         description="The complete new list, in order; it replaces the current one.",
     )
     """The new list."""
