@@ -71,6 +71,16 @@ async def test_missing_path_is_not_found(session: Session) -> None:
     assert result.error.kind is ErrorKind.NOT_FOUND
 
 
+async def test_a_path_through_a_missing_folder_names_it(session: Session) -> None:
+    """`sub/..` with no `sub` is not_found as sent, naming what is missing, not as
+    `.` (which exists)."""
+    for path in ("sub/..", "sub/../other.txt"):
+        result = await session.call("delete", {"path": path})
+        assert result.error is not None
+        assert result.error.kind is ErrorKind.NOT_FOUND
+        assert result.text == f"`{path}` does not exist: there is no `sub` on the way"
+
+
 async def test_workspace_root_cannot_be_deleted(session: Session, workspace: Path) -> None:
     """The root itself is permission_denied, however it is spelled."""
     for path in (".", "", str(workspace), "sub/.."):

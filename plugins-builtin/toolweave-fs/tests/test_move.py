@@ -98,3 +98,27 @@ async def test_same_path_and_root_are_refused(session: Session, workspace: Path)
     root = await session.call("move", {"source": ".", "destination": "elsewhere"})
     assert root.error is not None
     assert root.error.kind is ErrorKind.PERMISSION_DENIED
+
+
+async def test_the_root_as_destination_says_what_destination_means(
+    session: Session, workspace: Path
+) -> None:
+    """Moving to `.` is refused with what `destination` is (the full new path), and
+    the name to give to move a file into the root; nothing moves."""
+    (workspace / "scratch.txt").write_text("x")
+    (workspace / "sub").mkdir()
+    (workspace / "sub/deep.txt").write_text("y")
+    top = await session.call("move", {"source": "scratch.txt", "destination": "."})
+    assert top.error is not None
+    assert top.error.kind is ErrorKind.INVALID_PARAMS
+    assert top.text == (
+        "`scratch.txt` is already in the workspace root; `destination` is the full new "
+        "path, not a directory to move into"
+    )
+    for root in (".", "./", str(workspace)):
+        deep = await session.call("move", {"source": "sub/deep.txt", "destination": root})
+        assert deep.error is not None
+        assert deep.error.kind is ErrorKind.INVALID_PARAMS
+        assert deep.text.endswith("to move `sub/deep.txt` into the root, give `deep.txt`")
+    assert (workspace / "scratch.txt").read_text() == "x"
+    assert (workspace / "sub/deep.txt").read_text() == "y"

@@ -20,7 +20,7 @@ CONFIG = {
         },
         {"id": "write_file", "name": "Write", "rename": {"content": "body"}},
         {"id": "delete", "name": "Remove", "rename": {"recursive": "force"}},
-        {"id": "move", "name": "Rename", "rename": {"overwrite": "clobber"}},
+        {"id": "move", "name": "Rename", "rename": {"overwrite": "clobber", "destination": "to"}},
         {
             "id": "list_dir",
             "name": "LS",
@@ -68,7 +68,8 @@ CALLS = [
     ("Edit", {"path": "three.txt", "find": "a", "put": "\ud800"}, "`put` holds a character"),
     ("Write", {"path": "new.txt", "body": "\ud800"}, "`body` holds a character"),
     ("Remove", {"path": "full"}, "set `force` to true"),
-    ("Rename", {"source": "three.txt", "destination": "twice.txt"}, "set `clobber` to true"),
+    ("Rename", {"source": "three.txt", "to": "twice.txt"}, "set `clobber` to true"),
+    ("Rename", {"source": "three.txt", "to": "."}, "`to` is the full new path"),
     ("LS", {"path": "."}, "give a smaller `levels`"),
     ("LS", {"path": "three.txt"}, "read it with Read instead"),
 ]

@@ -129,7 +129,7 @@ class FileSystem:
                 check_link_target=check_link_target,
             )
         except OSError as exc:
-            raise os_error(exc, self.spell(path)) from None
+            raise self._walk_error(exc, path) from None
 
     def open(self, path: str, flags: int = _READ) -> Location:
         """The entry ``path`` names, opened with ``flags`` (``loc.fd``), links inside the
@@ -141,7 +141,21 @@ class FileSystem:
         try:
             return self.workspace.open(path, flags)
         except OSError as exc:
-            raise os_error(exc, self.spell(path)) from None
+            raise self._walk_error(exc, path) from None
+
+    def _walk_error(self, exc: OSError, path: str) -> ToolError:
+        """The error of a walk that failed on the way. A path with ``..`` is shown as
+        sent, not normalised (``sub/..`` is not ``.`` when ``sub`` is missing), with the
+        missing name."""
+        if ".." not in path.split("/") or len(path) > 1000:
+            return os_error(exc, self.spell(path))
+        asked = preview(self.workspace.relative(path))
+        if isinstance(exc, FileNotFoundError) and isinstance(exc.filename, str):
+            return ToolError(
+                ErrorKind.NOT_FOUND,
+                f"`{asked}` does not exist: there is no `{preview(exc.filename)}` on the way",
+            )
+        return os_error(exc, asked)
 
     def spell(self, path: str) -> str:
         """How a path a model sent is shown before it was found: normalised, relative to

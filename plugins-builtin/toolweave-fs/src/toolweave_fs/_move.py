@@ -99,9 +99,9 @@ def _move(
 ) -> bool:
     """Rename ``src`` to ``dst``, both relative to their directories' descriptors;
     returns whether a file at ``dst`` was replaced."""
-    if dst.is_root or (
-        dst.name == src.name and os.path.samestat(os.fstat(src.dir_fd), os.fstat(dst.dir_fd))
-    ):
+    if dst.is_root:
+        raise _into_the_root(src, src_shown, ctx.param_name("destination"))
+    if dst.name == src.name and os.path.samestat(os.fstat(src.dir_fd), os.fstat(dst.dir_fd)):
         raise ToolError(
             ErrorKind.INVALID_PARAMS, f"`{src_shown}` and `{dst_shown}` are the same path"
         )
@@ -147,3 +147,18 @@ def _move(
             raise os_error(exc, src_shown) from None
         raise os_error(exc, dst_shown) from None
     return replaced
+
+
+def _into_the_root(src: Location, src_shown: str, destination: str) -> ToolError:
+    """The refusal of the workspace root as a destination: ``destination`` is the full
+    new path, not a folder to move into (``destination`` as the model calls it)."""
+    full = f"`{destination}` is the full new path, not a directory to move into"
+    if len(src.parts) == 1:
+        return ToolError(
+            ErrorKind.INVALID_PARAMS, f"`{src_shown}` is already in the workspace root; {full}"
+        )
+    return ToolError(
+        ErrorKind.INVALID_PARAMS,
+        f"the workspace root is a directory; {full}: to move `{src_shown}` into the root, "
+        f"give `{src.name}`",
+    )
