@@ -174,3 +174,32 @@ async def test_a_server_that_cannot_start_is_unavailable(
     servers = session.resources.get(LanguageServers)
     assert servers is not None
     assert servers.clients == []
+
+
+def test_a_session_never_closed_leaves_no_server_behind(workspace: Path) -> None:
+    """A host that drops a session without closing it (as a one-shot command does)
+    leaves no language server running and no file open once the session is collected."""
+    import gc
+    import time
+    import warnings
+
+    import anyio
+    import toolweave_fs
+    import toolweave_lsp
+    from toolweave import PackManager
+
+    packs = PackManager(strict=True)
+    packs.add("fs", toolweave_fs.pack)
+    packs.add("lsp", toolweave_lsp.pack)
+    session = packs.builder().build().session(workspace=workspace)
+    result = anyio.run(session.call, "document_symbols", {"path": "pkg/main.py"})
+    assert result.error is None, result.text
+    (pid,) = server_pids(session)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        del session, result
+        gc.collect()
+    deadline = time.monotonic() + 10
+    while process_alive(pid):
+        assert time.monotonic() < deadline, "the server outlived its session"
+        time.sleep(0.05)

@@ -201,7 +201,12 @@ def demo(
             out.print(Text(line, style="dim"))
             out.print(Text(f"workspace: {root}", style="dim"))
             out.print()
-        transcript = anyio.run(run_demo, session, provider, json_)
+
+        async def play() -> Transcript:
+            async with session:
+                return await run_demo(session, provider, json_)
+
+        transcript = anyio.run(play)
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -18,7 +18,9 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -92,6 +94,7 @@ class LspClient:
         self._next_id = 0
         self._lock = anyio.Lock()
         self._dead = ""
+        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     def __repr__(self) -> str:
         state = "stopped" if self._dead else "running" if self._process else "not started"
@@ -127,11 +130,15 @@ class LspClient:
             )
         except OSError as exc:
             await self._stack.aclose()
+            self._stderr = None
             raise ToolError(
                 ErrorKind.UNAVAILABLE,
                 f"the language server `{' '.join(self.command)}` could not be started: "
                 f"{exc.strerror or exc}",
             ) from None
+        # A host that never closes its session still leaves no server behind: when the
+        # client is collected, or the interpreter exits, the server's group is killed.
+        self._finalizer = weakref.finalize(self, _abandon, self._process.pid, self._stderr)
         root_uri = file_uri(self.root)
         params = {
             "processId": os.getpid(),
@@ -177,6 +184,8 @@ class LspClient:
                         await self._request_unlocked("shutdown", None)
                         await self._send({"jsonrpc": "2.0", "method": "exit"})
         self._dead = self._dead or "closed"
+        if self._finalizer is not None:
+            self._finalizer.detach()
         with anyio.CancelScope(shield=True):
             await self._stack.aclose()
 
@@ -360,6 +369,15 @@ class LspClient:
         self._dead = f"the language server stopped: {why}"
         tail = self.stderr_tail(600)
         return LspStopped(self._dead + (f"\n{tail}" if tail else ""))
+
+
+def _abandon(pid: int, stderr: Any) -> None:
+    """Kill the process group of a server whose client was never closed, and close the
+    file of its standard error."""
+    if os.name == "posix":
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+    stderr.close()
 
 
 def _content_length(head: bytes) -> int | None:
