@@ -235,11 +235,38 @@ async def test_restart_reports_a_vanished_task_as_lost(
     assert after.output["task"]["status"] == "lost"
     assert after.output["task"]["exit_code"] is None
     assert "lost" in after.text
-    assert "restarted" in after.text
+    assert "how it ended was not recorded" in after.text
 
     later = make_session(session_id="s1", resources=_new_host(tmp_path))
     listed = await later.call("wait_tasks", {"task_ids": [task_id], "timeout": 0})
     assert listed.output["tasks"][0]["status"] == "lost"
+
+
+async def test_an_end_after_the_starting_host_exited_is_known(
+    make_session: SessionFactory, workspace: Path, tmp_path: Path
+) -> None:
+    """A task that ends after the host process that started it has exited is reported
+    by another process with its exit code (its shell records it), not as lost; also
+    when the command ends with ``exit`` or replaces its shell with ``exec``."""
+    root = tmp_path / "task-output"
+    commands = {
+        "echo late; sleep 0.5; exit 5": ("failed", 5, "late\n"),
+        "sleep 0.5; echo done": ("completed", 0, "done\n"),
+        "sleep 0.5; exec sh -c 'echo swapped; exit 3'": ("failed", 3, "swapped\n"),
+    }
+    started = {
+        _run_host(workspace, root, command): expected for command, expected in commands.items()
+    }
+    session = make_session(session_id="s1", resources=_new_host(tmp_path))
+    pids = [record.pid for record in session.state.get(ShellTasks).tasks.values()]
+    assert await _poll(lambda: not any(process_alive(pid) for pid in pids))
+    for task_id, (status, code, output) in started.items():
+        result = await session.call("task_output", {"task_id": task_id})
+        assert result.error is None, result.text
+        task = result.output["task"]
+        assert (task["status"], task["exit_code"]) == (status, code), result.text
+        assert result.output["output"] == output
+        assert "not recorded" not in result.text
 
 
 async def test_restart_keeps_a_living_task_killable(

@@ -6,9 +6,12 @@ restarts still knows its tasks. The live process handles are kept by
 :class:`BackgroundTasks`, a resource that may be shared by the host's sessions; each
 handle remembers the session that started (or found again) its task, and closing that
 session stops its tasks, and only its. Output goes to a
-file per task; when a task ends, a small file beside it records the exit code, so an
-end seen by a host that then stopped is not lost either. A task whose process is gone
-with no such record is reported as ``lost``.
+file per task; when a task ends, a small file beside it records the exit code: the
+task's shell writes it (:func:`~toolweave_shell._terminal.exit_file`), and the host
+that started the task, when it still runs, writes it again with what it knows better
+(a signal, a kill by a tool). So any host, also one started after the first exited,
+learns how a task ended. A task whose process is gone with no such record (its shell
+was killed too, or the machine restarted) is reported as ``lost``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from toolweave.runtime import Notification
 
 from toolweave_shell._notify import EXECUTION_NOTIFICATIONS, end_notification
 from toolweave_shell._output import cap_text, omission_marker
-from toolweave_shell._terminal import BackgroundProcess, Terminal, wait_reaped
+from toolweave_shell._terminal import BackgroundProcess, Terminal, exit_file, wait_reaped
 
 __all__ = [
     "BackgroundTasks",
@@ -53,7 +56,8 @@ logger = logging.getLogger("toolweave.shell")
 
 TaskStatus = Literal["running", "completed", "failed", "killed", "lost"]
 """``completed``: exit code 0; ``failed``: another exit code; ``killed``: stopped by a
-tool; ``lost``: the process is gone and how it ended is unknown (the host restarted)."""
+tool; ``lost``: the process is gone and how it ended was not recorded (its shell was
+killed with it, or the machine restarted)."""
 
 FINISHED: frozenset[str] = frozenset({"completed", "failed", "killed", "lost"})
 
@@ -74,7 +78,8 @@ class TaskRecord(BaseModel):
     """Where the task stands."""
 
     exit_code: int | None = None
-    """The exit code once known (negative: killed by that signal)."""
+    """The exit code once known (negative: the task's shell was killed by that signal;
+    128 + N: a command it ran was ended by signal N)."""
 
     pid: int = 0
     """The process id of the task's shell (also its process group id)."""
@@ -224,8 +229,8 @@ class BackgroundTasks:
         folder = self.folder(session_id)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         output = folder / f"{task_id}.log"
-        exit_file = output.with_suffix(".exit")
-        for stale in (output, exit_file):
+        ended_file = exit_file(output)
+        for stale in (output, ended_file):
             with contextlib.suppress(OSError):
                 stale.unlink(missing_ok=True)
         key = (session_id, task_id)
@@ -243,11 +248,11 @@ class BackgroundTasks:
                 killed = key in self._killing
             data = {"exit_code": code, "ended_at": time.time(), "killed": killed}
             try:
-                tmp = exit_file.with_suffix(".exit.tmp")
+                tmp = ended_file.with_suffix(".exit.tmp")
                 tmp.write_text(json.dumps(data))
-                os.replace(tmp, exit_file)
+                os.replace(tmp, ended_file)
             except OSError:
-                logger.warning("could not record the end of %s in %s", task_id, exit_file)
+                logger.warning("could not record the end of %s in %s", task_id, ended_file)
             if on_end is not None:
                 try:
                     on_end(task_id, code, killed)
@@ -330,12 +335,13 @@ class BackgroundTasks:
         record.status = "lost"
         record.ended_at = time.time()
         record.note = (
-            "the process is gone and its end was not seen (the host restarted while it ran), "
-            "so its exit code is unknown; its output so far can still be read"
+            "the process is gone and how it ended was not recorded (its shell was killed "
+            "with it, or the machine restarted), so its exit code is unknown; its output "
+            "so far can still be read"
         )
 
     def _read_exit_file(self, record: TaskRecord) -> tuple[int | None, bool, float] | None:
-        path = Path(record.output_path).with_suffix(".exit")
+        path = exit_file(Path(record.output_path))
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):

@@ -26,6 +26,7 @@ __all__ = [
     "LocalTerminal",
     "RunningCommand",
     "Terminal",
+    "exit_file",
     "wait_reaped",
 ]
 
@@ -130,7 +131,12 @@ class Terminal:
     ) -> BackgroundProcess:
         """Start ``command`` in the background, appending its combined output to ``output``.
 
-        ``on_exit`` is called once with the exit code when the command ends.
+        ``on_exit`` is called once with the exit code when the command ends, in this
+        host. A terminal whose commands can record their own end also writes
+        ``{"exit_code": N}`` to :func:`exit_file` ``(output)`` when the command ends,
+        replacing it in one step, so that a host that did not start the task (the one
+        that did has exited) learns how it ended; without that file such a task is
+        reported as ``lost``.
 
         Raises:
             OSError: The shell could not be started.
@@ -143,6 +149,23 @@ class Terminal:
         Used after the host restarted. Returns ``None`` when the process is gone.
         """
         raise NotImplementedError
+
+
+def exit_file(output: Path) -> Path:
+    """Where the end of the background command writing to ``output`` is recorded."""
+    return output.with_suffix(".exit")
+
+
+_RECORD_END = (
+    '"$0" -c "$1"; code=$?; '
+    'printf \'{"exit_code": %d}\\n\' "$code" >"$2.$$" && mv -f "$2.$$" "$2"; '
+    'exit "$code"'
+)
+"""The shell program around a background command (``$0``: the shell, ``$1``: the
+command, ``$2``: the exit file): it runs the command in a shell of its own, so that
+neither ``exit`` nor ``exec`` in it skips what follows, then writes the exit code
+next to the output, whoever started it and whether or not that host still runs. A
+command ended by signal N gives 128 + N, as shells report it."""
 
 
 def default_shell() -> str:
@@ -208,9 +231,10 @@ class LocalTerminal(Terminal):
         """See :meth:`Terminal.spawn`."""
         output.parent.mkdir(parents=True, exist_ok=True)
         tag, tagged = ProcessTree.tag_environment(env)
+        ends = [self.shell, "-c", _RECORD_END, self.shell, command, str(exit_file(output))]
         with open(output, "ab") as sink:
             popen = subprocess.Popen(
-                [self.shell, "-c", command],
+                ends,
                 stdin=subprocess.DEVNULL,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
