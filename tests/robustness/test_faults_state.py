@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from toolweave.processes import process_alive
 from toolweave.state import SQLiteStateStore, default_state_path
 
 pytestmark = pytest.mark.slow
@@ -226,6 +227,14 @@ def stored_count(workspace: Path) -> int:
     return int(value["n"])
 
 
+def _wait_gone(pid: int) -> None:
+    """Wait until the killed process ``pid`` no longer exists (it is reaped at once)."""
+    deadline = time.monotonic() + 30
+    while process_alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} outlived SIGKILL"
+        time.sleep(0.005)
+
+
 def kill_mid_write(writer: Writer, workspace: Path, kills: int, *, seed: int) -> int:
     """Fork writers and SIGKILL each after a random delay, ``kills`` times; after each,
     check the store. Returns the final count."""
@@ -236,6 +245,7 @@ def kill_mid_write(writer: Writer, workspace: Path, kills: int, *, seed: int) ->
         pid = int(line.split()[1])
         time.sleep(rng.uniform(0.0, 0.4))
         os.kill(pid, signal.SIGKILL)
+        _wait_gone(pid)  # a write the child was inside of may still land until it is gone
         acks = _acks(writer.send("sync"))  # every line the child printed, in order
         assert acks == list(range(count + 1, count + 1 + len(acks))), "an update was lost"
         last = acks[-1] if acks else count
