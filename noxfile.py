@@ -85,7 +85,8 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def soak(session: nox.Session) -> None:
-    """The load figures and the long soaks of ``tests/robustness`` (tests marked ``soak``);
+    """The load figures and the long soaks of ``tests/robustness`` and the packs' tests
+    (tests marked ``soak``);
     they print their figures and write them to ``benchmarks/SOAK.md``. The mixed soak
     runs 30 minutes unless told otherwise: ``nox -s soak -- --soak-minutes 2``."""
     _sync(session)
@@ -96,7 +97,8 @@ def soak(session: nox.Session) -> None:
     args = ["--soak-minutes", f"{minutes:g}", *rest]
     # pytest-timeout's 300 s per test would stop the mixed soak: give it its length.
     timeout = f"--timeout={int(minutes * 60) + 900}"
-    session.run("python", "-m", "pytest", "tests/robustness", "-m", "soak", timeout, *args)
+    packs = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("plugins-*/*/tests"))
+    session.run("python", "-m", "pytest", "tests/robustness", *packs, "-m", "soak", timeout, *args)
 
 
 @nox.session

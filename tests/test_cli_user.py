@@ -256,7 +256,7 @@ def test_a_background_task_is_read_by_the_next_call(tmp_path: Path) -> None:
     """A task started by one `toolweave call` process is found by the next one in the
     same session (the default one, or one named by --session-id or $TOOLWEAVE_SESSION),
     and not by another session, which says why."""
-    start = {"command": "echo from-the-task; sleep 30", "is_background": True}
+    start = {"command": "echo from-the-task; sleep 1", "is_background": True}
     read = json.dumps({"task_id": "task-1", "block": True, "timeout": 20000})
     for flags, env in (([], {}), (["--session-id", "build-42"], {})):
         workspace = tmp_path / (flags[-1] if flags else "default")
