@@ -166,7 +166,8 @@ def ensure() -> Path:
         packs = sorted(str(p) for p in PACKS.iterdir())
         _install([str(ROOT / "core"), *packs])
     else:
-        _install(["--reinstall-package", "toolweave", "--no-deps", str(ROOT / "core")])
+        # Dependencies too: a new one of core's would be missing otherwise.
+        _install(["--reinstall-package", "toolweave", str(ROOT / "core")])
     STAMP.write_text(f"{want_packs} {want_core}\n")
     print(f"cold-start venv ready in {time.perf_counter() - t0:.1f} s", flush=True)
     return _python()
