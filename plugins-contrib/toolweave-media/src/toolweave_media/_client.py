@@ -191,7 +191,7 @@ class OpenAIMediaClient:
             if image.revised_prompt:
                 meta["revised_prompt"] = image.revised_prompt
             data = base64.b64decode(image.b64_json)
-            found.append(Media(data, answer.output_format or _sniff(data), meta))
+            found.append(Media(data, answer.output_format or image_type(data) or "bin", meta))
         if not found:
             raise ToolError(ErrorKind.EXECUTION_ERROR, "the service returned no image")
         return found
@@ -238,15 +238,16 @@ async def _sdk(pending: Any) -> Any:
         ) from None
 
 
-def _sniff(data: bytes) -> str:
-    """A file extension from an image's first bytes."""
+def image_type(data: bytes) -> str | None:
+    """The file extension of a PNG, JPEG or WebP image from its first bytes, else
+    ``None``."""
     if data.startswith(b"\x89PNG"):
         return "png"
     if data.startswith(b"\xff\xd8"):
         return "jpeg"
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "webp"
-    return "bin"
+    return None
 
 
 async def cancel_quietly(client: MediaClient, job_id: str) -> None:

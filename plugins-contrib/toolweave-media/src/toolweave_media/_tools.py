@@ -28,6 +28,7 @@ from toolweave_media._client import (
     OpenAIMediaClient,
     VideoRequest,
     cancel_quietly,
+    image_type,
 )
 
 __all__ = [
@@ -283,7 +284,7 @@ def _read_image(ctx: Context, params: MediaParams, asked: str) -> tuple[bytes, s
         raise ToolError(
             ErrorKind.EXECUTION_ERROR, f"`{asked}` cannot be read: {exc.strerror}"
         ) from None
-    if not (data.startswith((b"\x89PNG", b"\xff\xd8")) or data[8:12] == b"WEBP"):
+    if image_type(data) is None:
         raise ToolError(ErrorKind.INVALID_PARAMS, f"`{asked}` is not a PNG, JPEG or WebP image")
     return data, name
 
