@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
 
+from toolweave.catalog._config import did_you_mean
 from toolweave.catalog._describe import NOT_FOR_HINT, says_what_not
 from toolweave.center._model import (
     SETTABLE,
@@ -1324,11 +1325,7 @@ def _settings_dict(settings: BreakerSettings) -> dict[str, Any]:
 
 
 def _unknown(name: str, snap: Snapshot) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(name, list(snap.records), n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    return f"the center holds no tool named {name!r}{hint}"
+    return f"the center holds no tool named {name!r}{did_you_mean(name, snap.records)}"
 
 
 def _user() -> str:
