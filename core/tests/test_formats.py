@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import jsonschema
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from toolweave import Tool, ToolSet, ToolSetBuilder, UsageError
+from toolweave import Tool, ToolSet, ToolSetBuilder, UsageError, tool
 from toolweave.formats import (
     FORMATS,
     UnsupportedSchemaError,
@@ -433,6 +433,31 @@ def test_untitled_parts_are_shared_and_stripped_once() -> None:
     assert one["title"] == "One"  # the source is left as it was
     with pytest.raises(TypeError):
         first["properties"]["title"]["title"] = "x"  # type: ignore[index]
+
+
+def test_tools_of_one_parameter_list_share_one_untitled_schema() -> None:
+    """``@tool`` functions declaring the same parameters each keep their own title in
+    the neutral schema, and are listed with one shared untitled schema."""
+
+    async def first(city: str, days: int = 3) -> str:
+        """Forecast. Not for history."""
+        return city
+
+    async def second(city: str, days: int = 3) -> str:
+        """Alerts. Not for forecasts."""
+        return city
+
+    builder = ToolSetBuilder()
+    builder.add(tool(first))
+    builder.add(tool(second))
+    ts = builder.build()
+    one, two = (d["input_schema"] for d in ts.definitions("neutral"))
+    assert (one["title"], two["title"]) == ("FirstArgs", "SecondArgs")
+    a, b = (d["function"]["parameters"] for d in ts.definitions("openai"))
+    assert a is b
+    assert "title" not in a
+    assert "title" not in a["properties"]["city"]
+    assert a["required"] == ["city"]
 
 
 def test_unknown_format_lists_the_known_ones(toolset: ToolSet) -> None:

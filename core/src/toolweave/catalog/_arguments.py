@@ -392,8 +392,9 @@ class Signature:
         top, defs = parts
         if title in defs:
             return None  # pydantic would name that definition otherwise
-        schema: Mapping[str, Any] = type(top)(top, title=title)  # a Prefrozen copy
-        return schema
+        from toolweave.formats._frozen import titled
+
+        return titled(top, title)  # a frozen copy that knows its shared top level
 
 
 def signature_of(parameters: tuple[Parameter, ...]) -> Signature:

@@ -20,7 +20,16 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, NoReturn
 
-__all__ = ["FrozenDict", "FrozenList", "Prefrozen", "freeze", "frozen_dict", "frozen_list"]
+__all__ = [
+    "FrozenDict",
+    "FrozenList",
+    "Prefrozen",
+    "Titled",
+    "freeze",
+    "frozen_dict",
+    "frozen_list",
+    "titled",
+]
 
 _MESSAGE = (
     "tool definitions are shared by every session of the set and are read-only; "
@@ -67,6 +76,23 @@ class Prefrozen(FrozenDict):
         __init__ = dict.__init__
 
 
+class Titled(Prefrozen):
+    """A schema that is :attr:`base` (shared by many tools) with a top-level ``title``
+    of its own: what drops titles (:func:`toolweave.formats._schema.untitled`) uses
+    the shared base instead of walking the copy. Made by :func:`titled`."""
+
+    __slots__ = ("base",)
+
+    base: Prefrozen
+
+
+def titled(base: Prefrozen, title: str) -> Titled:
+    """``base`` (frozen) with the top-level ``title`` ``title``."""
+    out = Titled(base, title=title)
+    object.__setattr__(out, "base", base)
+    return out
+
+
 class FrozenList(list[Any]):
     """A ``list`` that refuses to change (its items are frozen too)."""
 
@@ -93,7 +119,7 @@ def freeze(value: Any) -> Any:
     """``value`` with every dict and list (at any depth) made read-only; a frozen
     container is returned as it is."""
     cls = type(value)
-    if cls is Prefrozen or cls is FrozenDict or cls is FrozenList:
+    if cls is Prefrozen or cls is FrozenDict or cls is FrozenList or cls is Titled:
         return value
     if cls is dict:
         return frozen_dict({k: freeze(v) for k, v in value.items()})

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolweave.errors import UnsupportedSchemaError
-from toolweave.formats._frozen import FrozenDict, FrozenList, Prefrozen, freeze
+from toolweave.formats._frozen import FrozenDict, FrozenList, Prefrozen, Titled, freeze
 
 __all__ = ["UnsupportedSchemaError", "is_nullable", "resolve_ref", "split_nullable", "untitled"]
 
@@ -51,6 +51,8 @@ def untitled(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     by several tools (their ``properties``, a model's definition) is stripped once and
     its copy shared the same way.
     """
+    if type(schema) is Titled:  # the copy of a top level shared by many tools
+        return _strip(schema.base, False)  # type: ignore[no-any-return]
     return _strip(freeze(schema), False)  # type: ignore[no-any-return]
 
 
@@ -61,7 +63,9 @@ def _strip(node: Any, is_map: bool) -> Any:
     if kind is FrozenList:
         items = [_strip(v, False) for v in node]
         return node if all(a is b for a, b in zip(items, node, strict=True)) else FrozenList(items)
-    if kind is not Prefrozen and kind is not FrozenDict:
+    if kind is Titled:
+        node = node.base
+    elif kind is not Prefrozen and kind is not FrozenDict:
         return node  # true / false schemas, values
     key = (id(node), is_map)
     hit = _untitled.get(key)
@@ -72,7 +76,7 @@ def _strip(node: Any, is_map: bool) -> Any:
     for name, value in node.items():
         if is_map:
             new = _strip(value, False)
-        elif name == "title" and isinstance(value, str):
+        elif name == "title" and (value is None or isinstance(value, str)):
             changed = True
             continue
         elif name in _SUBSCHEMAS:
