@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
+import os
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
+import weakref
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -383,6 +386,36 @@ async def test_reading_state_in_a_new_workspace_creates_no_database(tmp_path: Pa
     assert stored(tmp_path, "r") == {"test.tally": {"items": [5], "reads": 0}}
     later = toolset().session(workspace=tmp_path, session_id="r")
     assert (await later.call("peek", {"n": 0})).text == "1"
+
+
+async def test_a_workspace_store_outlives_its_sessions_until_its_file_is_replaced(
+    tmp_path: Path,
+) -> None:
+    """A later session of the same workspace gets the store (and open file) of the
+    sessions before it, which have ended; once the file is removed or replaced, the
+    next session gets a store of the file now at the path and reads what it holds."""
+    first = toolset().session(workspace=tmp_path, session_id="w")
+    assert (await first.call("add", {"n": 1})).text == "1"
+    kept = weakref.ref(first._state.store)
+    await first.aclose()
+    del first
+    gc.collect()
+    later = toolset().session(workspace=tmp_path, session_id="w")
+    assert (await later.call("peek", {"n": 0})).text == "1"
+    assert later._state.store is kept()
+    await later.aclose()
+    path = default_state_path(tmp_path)
+    other = tmp_path / "other.db"
+    holding = SQLiteStateStore(other)
+    holding.save("someone-else", {"k": "1"})
+    holding.close()
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    os.replace(other, path)  # another inode at the path, holding nothing
+    fresh = toolset().session(workspace=tmp_path, session_id="w")
+    assert (await fresh.call("peek", {"n": 0})).text == "0"
+    assert fresh._state.store is not kept()
+    await fresh.aclose()
 
 
 def test_a_store_whose_file_another_writer_creates_sees_it(tmp_path: Path) -> None:

@@ -161,13 +161,20 @@ class Toolweave(Framework):
             builder.add(tool(fn))
         return builder.build()
 
+    def _new_session(self, built: Any) -> Any:
+        """The session the workloads use for a built set."""
+        return built.session()
+
     async def first_call(
         self, built: Any, name: str, kind: str = "async"
     ) -> Callable[[], Awaitable[str]]:
-        return first_call_of(_call(built.session(), name), _text, kind)
+        return first_call_of(_call(self._new_session(built), name), _text, kind)
+
+    async def use_all(self, built: Any, names: Sequence[str], kind: str) -> tuple[Any, list[str]]:
+        return await _use_all(self._new_session(built), names, kind)
 
     async def definitions(self, built: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
-        session = built.session()
+        session = self._new_session(built)
 
         async def render() -> list[dict[str, Any]]:
             defs: list[dict[str, Any]] = session.definitions("openai")
@@ -186,9 +193,9 @@ async def _use_all(session: Any, names: Sequence[str], kind: str) -> tuple[Any, 
 
 class ToolweaveHost(Toolweave):
     """toolweave as a host builds it: the built-in packs loaded into the builder, the
-    host's tools added, a host's session (W2, W3). Not a row of W1/W4/W6, where
-    :class:`Toolweave`'s ``packs`` variants stand for it. :meth:`close` closes the
-    sessions it made."""
+    host's tools added, a host's session in the host's workspace (W2, W3). Not a row
+    of W1/W4/W6, where :class:`Toolweave`'s ``packs`` variants stand for it.
+    :meth:`close` removes the workspace."""
 
     key: ClassVar[str] = "toolweave-packs"
     label: ClassVar[str] = "toolweave, with the built-in packs"
@@ -202,18 +209,20 @@ class ToolweaveHost(Toolweave):
     )
 
     def __init__(self) -> None:
-        self._sessions: list[Any] = []
         self._tmp: Path | None = None
 
-    def _session(self, built: Any) -> Any:
-        """A host's session of a built set, in a workspace of its own."""
+    def _new_session(self, built: Any) -> Any:
+        """A host's session of a built set, in the host's workspace, whose state store
+        holds what an earlier session saved (a host's workspace is not new for every
+        conversation). Sessions are not kept: each ends when the workload drops it."""
         if self._tmp is None:
+            from toolweave.state import SQLiteStateStore, default_state_path
+
             self._tmp = Path(tempfile.mkdtemp(prefix="twbench-host-"))
-        workspace = self._tmp / f"s{len(self._sessions)}"
-        workspace.mkdir()
-        session = built.session(workspace=workspace)
-        self._sessions.append(session)
-        return session
+            store = SQLiteStateStore(default_state_path(self._tmp))
+            store.save("an-earlier-session", {"todo": '{"todos": []}'})
+            store.close()
+        return built.session(workspace=self._tmp)
 
     def build(self, fns: Sequence[Callable[..., Any]]) -> Any:
         from toolweave import tool
@@ -224,10 +233,7 @@ class ToolweaveHost(Toolweave):
         return builder.build()
 
     async def close(self) -> None:
-        """Close the sessions made so far and remove their workspaces."""
-        sessions, self._sessions = self._sessions, []
-        for session in sessions:
-            await session.aclose()
+        """Remove the host's workspace."""
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None

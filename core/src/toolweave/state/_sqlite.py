@@ -9,6 +9,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import final
@@ -102,6 +103,10 @@ def default_state_path(workspace: Path) -> Path:
 
 _shared: weakref.WeakValueDictionary[Path, SQLiteStateStore] = weakref.WeakValueDictionary()
 _shared_lock = threading.Lock()
+_recent: OrderedDict[Path, SQLiteStateStore] = OrderedDict()
+"""The stores :meth:`SQLiteStateStore.shared` handed out last, kept open after their
+sessions end: a host that makes a session per conversation opens its file once."""
+_RECENT_MAX = 8
 
 
 @final
@@ -154,14 +159,36 @@ class SQLiteStateStore:
 
     @classmethod
     def shared(cls, path: str | Path) -> SQLiteStateStore:
-        """The store of ``path`` shared by every session of this process that uses it."""
+        """The store of ``path`` shared by every session of this process that uses it.
+
+        The last few stores handed out stay open after their sessions end, so a new
+        session of the same workspace does not open the file again. A store whose file
+        was since removed or replaced (another inode at ``path``) is not handed out
+        again: the next session gets a store of the file that is there now.
+        """
         key = Path(path).absolute()
         with _shared_lock:
             store = _shared.get(key)
-            if store is None or store._closed:
+            if store is None or store._closed or not store._names_its_file():
                 store = cls(key)
                 _shared[key] = store
+            _recent[key] = store
+            _recent.move_to_end(key)
+            if len(_recent) > _RECENT_MAX:
+                _recent.popitem(last=False)
             return store
+
+    def _names_its_file(self) -> bool:
+        """Whether :attr:`path` still names the file this store has open (``True``
+        when it has none open yet)."""
+        identity = self._identity
+        if identity is None or self._holder[0] is None:
+            return True
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return False
+        return (stat.st_dev, stat.st_ino) == identity
 
     def __repr__(self) -> str:
         return f"<SQLiteStateStore {str(self.path)!r}>"
