@@ -161,12 +161,12 @@ class PackManager:
             if ep.name in self.packs:
                 logger.warning("pack name %r is declared twice; keeping the first", ep.name)
                 continue
-            dist = ep.dist
+            meta = ep.dist.metadata if ep.dist is not None else None  # parsed once
             info = PackInfo(
                 name=ep.name,
                 target=ep.value,
-                dist=dist.name if dist is not None else None,
-                version=dist.version if dist is not None else None,
+                dist=meta["Name"] if meta is not None else None,
+                version=meta["Version"] if meta is not None else None,
             )
             self.packs[ep.name] = info
             selected = (wanted is None and autoload) or (wanted is not None and ep.name in wanted)
