@@ -67,3 +67,36 @@ def test_render_template_reflects_the_final_set_in_read_only_mode(builder):
     assert toolset.render_template("{tool:read}") == "read_file"
     with pytest.raises(ConfigError):
         toolset.render_template("{tool:edit}")
+
+
+def test_param_placeholders_name_the_tools_own_parameters_as_renamed():
+    """{param:<name>} in a tool's own description renders its parameter's client name
+    (renamed or not); an unknown parameter is a template problem at build, and the
+    placeholder means nothing outside a tool's own description."""
+    from toolweave import ToolSetBuilder, tool
+
+    async def read(path: str, limit: int = 10) -> str:
+        """Read a file: `{param:path}` relative to the workspace, `{param:limit}` lines
+        at most; {param:offset|no offset}. Not for folders."""
+        return path
+
+    builder = ToolSetBuilder()
+    builder.add(tool(read))
+    renamed = builder.build({"tools": [{"id": "read", "rename": {"path": "file_path"}}]})
+    assert renamed.entries[0].description.startswith(
+        "Read a file: `file_path` relative to the workspace, `limit` lines\nat most; no offset."
+    )
+    assert "`path`" in builder.build().entries[0].description
+
+    async def wrong(path: str) -> str:
+        """Give {param:file}. Not for folders."""
+        return path
+
+    broken = ToolSetBuilder()
+    broken.add(tool(wrong))
+    with pytest.raises(ConfigError) as info:
+        broken.build()
+    assert [(i.tag, i.actual) for i in info.value.issues] == [("template", "{param:file}")]
+    assert "no parameter 'file'" in info.value.issues[0].message
+    with pytest.raises(ConfigError, match="only for a tool's own description"):
+        renamed.render_template("Pass {param:path}.")

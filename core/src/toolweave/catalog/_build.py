@@ -38,7 +38,12 @@ from toolweave.catalog._expr import (
     compile_expression,
 )
 from toolweave.catalog._merge import BuildReport, Candidate, SkippedEntry, merge_layers
-from toolweave.catalog._templates import TemplateProblem, TemplateRenderer, problem_issue
+from toolweave.catalog._templates import (
+    Parameters,
+    TemplateProblem,
+    TemplateRenderer,
+    problem_issue,
+)
 from toolweave.catalog._toolset import ToolEntry
 from toolweave.catalog._versions import DeprecatedVersionWarning, choose_version
 from toolweave.errors import ConfigError, ConfigIssue
@@ -549,7 +554,9 @@ class _Planner:
             assert p.tool is not None
             override = p.config.description
             text = override if override is not None else p.tool.description
-            rendered, problems = renderer.render(text)
+            rendered, problems = renderer.render(
+                text, Parameters(p.tool.argument_names, p.to_client)
+            )
             p.description = rendered
             path = f"{p.path}.description" if override is not None else p.path
             for problem in self.own_problems(p, problems, extended):

@@ -7,8 +7,13 @@ A description (or a configured override, or a prompt) may contain placeholders::
     {name:exit_plan}   the client-visible name of the configured tool with this id
                        (``exit_plan`` or ``plan:exit_plan``)
 
-so that a renamed tool is named correctly in every other tool's description. A
-placeholder is ``{word:value}`` with no spaces; other braces (``{"a": 1}``, ``{path}``)
+so that a renamed tool is named correctly in every other tool's description. In a
+tool's own description, one more names its parameters as the model sees them::
+
+    {param:path}       the client-visible name of this tool's parameter ``path``
+                       (``file_path`` when the configuration renames it)
+
+A placeholder is ``{word:value}`` with no spaces; other braces (``{"a": 1}``, ``{path}``)
 are left alone. Write ``{{tool:edit}}`` for a literal ``{tool:edit}``.
 
 A placeholder with no configured tool is a problem (a ``template`` issue when a tool set
@@ -28,14 +33,14 @@ appears.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import final
 
 from toolweave.authoring._tool import Kind
 from toolweave.errors import ConfigError, ConfigIssue
 
-__all__ = ["TemplateProblem", "TemplateRenderer"]
+__all__ = ["Parameters", "TemplateProblem", "TemplateRenderer"]
 
 _PLACEHOLDER = re.compile(
     r"\{\{(\w+:[^{}\s|]*(?:\|[^{}\n]*)?)\}\}"  # {{word:value}}: a literal {word:value}
@@ -55,6 +60,32 @@ class TemplateProblem:
 
     placeholder: str
     message: str
+
+
+@final
+class Parameters:
+    """A tool's parameters, for ``{param:<name>}`` in its own description.
+
+    Args:
+        names: The tool's parameter names (read on first use: only a description
+            with a ``{param:...}`` placeholder asks for them).
+        renames: Parameter name → client-visible name, for the renamed ones.
+    """
+
+    __slots__ = ("_names", "_read", "renames")
+
+    def __init__(
+        self, names: Callable[[], Iterable[str]], renames: Mapping[str, str] | None = None
+    ) -> None:
+        self._read = names
+        self._names: frozenset[str] | None = None
+        self.renames = renames
+
+    def names(self) -> frozenset[str]:
+        """The parameter names."""
+        if self._names is None:
+            self._names = frozenset(self._read())
+        return self._names
 
 
 @final
@@ -86,8 +117,16 @@ class TemplateRenderer:
             by_id.setdefault(fqid.split(":", 1)[1], name)
         return cls(by_kind, by_id)
 
-    def render(self, text: str) -> tuple[str, list[TemplateProblem]]:
+    def render(
+        self, text: str, params: Parameters | None = None
+    ) -> tuple[str, list[TemplateProblem]]:
         """Render every placeholder of ``text``.
+
+        Args:
+            text: The text.
+            params: For a tool's own description: its parameter names and their
+                client-visible names (see :class:`Parameters`); without it a
+                ``{param:...}`` placeholder is a problem.
 
         Returns:
             The rendered text and the problems found, one per placeholder word and value
@@ -104,7 +143,18 @@ class TemplateRenderer:
                 return "{" + escaped + "}"
             word, value, fallback = m.group(2), m.group(3), m.group(4)
             problem = _malformed(word, value)
-            if problem is None:
+            if problem is None and word == "param":
+                if params is not None and value in params.names():
+                    return params.renames.get(value, value) if params.renames else value
+                if fallback is not None:
+                    return fallback
+                problem = (
+                    f"the tool has no parameter {value!r}"
+                    if params is not None
+                    else f"{{param:{value}}} names a parameter of the tool it describes; "
+                    "it is only for a tool's own description"
+                )
+            elif problem is None:
                 found = (self.by_kind if word == "tool" else self.by_id).get(value)
                 if found is not None:
                     return found
@@ -134,9 +184,12 @@ def _malformed(word: str, value: str) -> str | None:
     kind), or ``None``."""
     if word == "tool":
         return None if value in _KINDS else f"unknown kind {value!r} in {{tool:{value}}}"
-    if word == "name":
+    if word == "name" or word == "param":
         return None
-    return f"unknown placeholder {{{word}:...}} (use {{tool:<kind>}} or {{name:<id>}})"
+    return (
+        f"unknown placeholder {{{word}:...}} "
+        "(use {tool:<kind>}, {name:<id>} or {param:<name>})"
+    )
 
 
 def problem_issue(problem: TemplateProblem, tool_id: str, path: str) -> ConfigIssue:
