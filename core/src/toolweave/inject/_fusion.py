@@ -9,6 +9,7 @@ from typing import Any, Literal, final
 
 from toolweave.errors import ConfigError, ConfigIssue
 from toolweave.inject._classify import Candidate, Classifier, ToolDoc
+from toolweave.inject._deps import prerequisites, with_prerequisites
 
 __all__ = ["FusionClassifier", "IntentConfig", "default_classifiers"]
 
@@ -36,6 +37,18 @@ class IntentConfig:
             ``"rrf"``: reciprocal-rank fusion (confidences still decide abstention).
         expand_groups: The other tools of a top candidate's group (≤ 40 tools) follow
             it at this fraction of its score (0: off).
+        prerequisites: The tools the top candidates need first (a group's sign-in
+            tool, the tool that changes the current directory its mates work in, the
+            look-up whose result another takes as an argument; learned from the
+            catalogue's documents at index time) follow each of the 5 best at this
+            fraction of its score (0: off).
+        missing: A tool that one classifier ranked and another did not gets, from the
+            other, this fraction of that classifier's lowest answered confidence in the
+            ``relative`` order (it scored at most that), when that classifier's answer
+            was cut at the fusion's depth (0: nothing).
+        value_weight: The weight, in BM25, of each kind of value the request states (a
+            date, a time, an e-mail address, a URL, a file path, an amount of money)
+            against the tools whose parameters take it (0: off).
         char_grams: The weight of a second BM25 over the character 4-grams of words
             (``bm25-grams``: inflections the stemmer keeps apart, typos, related
             languages); 0 (default): off. It costs about as much to index as the
@@ -50,7 +63,7 @@ class IntentConfig:
     lexical: bool = True
     embed: bool | Literal["auto"] = "auto"
     history_turns: int = 3
-    history_decay: float = 0.3
+    history_decay: float = 0.2
     abstain_below: float = 0.04
     min_confidence: float = 0.0
     weights: Mapping[str, float] = field(
@@ -58,6 +71,9 @@ class IntentConfig:
     )
     method: Literal["score", "rrf", "relative"] = "relative"
     expand_groups: float = 0.3
+    prerequisites: float = 0.7
+    missing: float = 1.0
+    value_weight: float = 2.0
     char_grams: float = 0.0
 
     @classmethod
@@ -102,7 +118,15 @@ class FusionClassifier:
         depth: How many candidates each member ranks.
         rrf_k: The constant of reciprocal-rank fusion.
         expand_groups: Group expansion (see :class:`IntentConfig`).
-        max_group: Groups larger than this are not expanded.
+        max_group: Groups larger than this are not expanded (nor searched for
+            prerequisites).
+        prerequisites: Prerequisites of the best candidates follow them at this
+            fraction of their score (see :class:`IntentConfig`; 0: off).
+        prerequisite_leaders: How many of the best candidates bring their
+            prerequisites.
+        missing: The share of a member's lowest answered confidence that a tool it
+            did not rank gets in the ``relative`` order, when its answer was cut at
+            ``depth`` (see :class:`IntentConfig`).
     """
 
     name = "fusion"
@@ -119,7 +143,14 @@ class FusionClassifier:
         rrf_k: float = 60.0,
         expand_groups: float = 0.0,
         max_group: int = 40,
+        prerequisites: float = 0.0,
+        prerequisite_leaders: int = 5,
+        missing: float = 0.0,
     ) -> None:
+        self.missing = missing
+        self.prerequisites = prerequisites
+        self.prerequisite_leaders = prerequisite_leaders
+        self._requires: dict[str, tuple[str, ...]] = {}
         self.expand_groups = expand_groups
         self.max_group = max_group
         self._members: dict[str, list[str]] = {}
@@ -140,6 +171,9 @@ class FusionClassifier:
                 members.setdefault(group, []).append(doc.name)
         self._members = {g: names for g, names in members.items() if len(names) <= self.max_group}
         self._groups_of = {d.name: d.groups for d in docs}
+        self._requires = (
+            prerequisites(docs, max_group=self.max_group) if self.prerequisites > 0.0 else {}
+        )
         for classifier in self.classifiers:
             classifier.index(docs)
 
@@ -159,6 +193,11 @@ class FusionClassifier:
             expand=self.expand_groups,
             members=self._members,
             groups_of=self._groups_of,
+            prerequisites=self.prerequisites,
+            prerequisite_leaders=self.prerequisite_leaders,
+            requires=self._requires,
+            missing=self.missing,
+            depth=max(k, self.depth),
         )
 
 
@@ -173,9 +212,14 @@ def fuse(
     expand: float = 0.0,
     members: Mapping[str, Sequence[str]] | None = None,
     groups_of: Mapping[str, Sequence[str]] | None = None,
+    prerequisites: float = 0.0,
+    prerequisite_leaders: int = 5,
+    requires: Mapping[str, Sequence[str]] | None = None,
+    missing: float = 0.0,
+    depth: int = 50,
 ) -> list[Candidate]:
     """Merge ``(classifier name, weight, candidates)`` answers (see
-    :class:`FusionClassifier`)."""
+    :class:`FusionClassifier`; ``requires``: each tool's prerequisites)."""
     total = sum(w for _, w, _ in answers) or 1.0
     summed: dict[str, float] = {}
     best: dict[str, float] = {}
@@ -199,6 +243,20 @@ def fuse(
                 tags[n] = tuple(dict.fromkeys((*tags.get(n, ()), *cand.tags)))
     if not summed:
         return []
+    if missing > 0.0:
+        # A tool one member ranked and another did not gets, from the other, a share
+        # of that member's last (lowest) answered confidence: it scored at most that.
+        # Only from a member whose answer was cut at ``depth``: one that answered
+        # fewer gave everything else nothing.
+        for _name, weight, candidates in answers:
+            if not candidates or len(candidates) < depth:
+                continue
+            best_conf = max(c.confidence for c in candidates) or 1.0
+            floor = missing * max(0.0, min(1.0, candidates[-1].confidence))
+            have = {c.name for c in candidates}
+            for n in relative:
+                if n not in have:
+                    relative[n] += weight * floor / best_conf
     confidence = {n: 0.5 * (summed[n] / total + best[n]) for n in summed}
     key = rrf if method == "rrf" else relative if method == "relative" else confidence
     if max(confidence.values()) < abstain_below:
@@ -216,6 +274,15 @@ def fuse(
                     confidence[sibling] = expand * confidence[n]
                     reasons[sibling] = [f"group {group} of {n}"]
                     tags[sibling] = (group,)
+    if prerequisites > 0.0 and requires:
+        # Prerequisites: the tools the best candidates need first (sign in, change the
+        # current directory, look up an argument) follow them (see ``_deps``).
+        raised = with_prerequisites(
+            key, requires, leaders=prerequisite_leaders, share=prerequisites
+        )
+        for before, after in raised.items():
+            confidence[before] = max(confidence.get(before, 0.0), prerequisites * confidence[after])
+            reasons[before] = [f"before {after}", *reasons.get(before, ())]
     ranked = sorted(key, key=lambda n: -key[n])
     out: list[Candidate] = []
     for n in ranked:
@@ -255,7 +322,9 @@ def default_classifiers(config: IntentConfig | Mapping[str, Any] | None = None) 
 
         members.append(
             LexicalClassifier(
-                history_decay=config.history_decay, history_turns=config.history_turns
+                history_decay=config.history_decay,
+                history_turns=config.history_turns,
+                value_weight=config.value_weight,
             )
         )
     weights = dict(config.weights)
@@ -287,4 +356,6 @@ def default_classifiers(config: IntentConfig | Mapping[str, Any] | None = None) 
         min_confidence=config.min_confidence,
         method=config.method,
         expand_groups=config.expand_groups,
+        prerequisites=config.prerequisites,
+        missing=config.missing,
     )

@@ -5,10 +5,20 @@ dropped, English stems (Snowball, through PyStemmer when installed)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "grams", "raw_words", "split_identifier", "stem", "words"]
+__all__ = [
+    "STOPWORDS",
+    "VALUE_PREFIX",
+    "grams",
+    "parameter_types",
+    "raw_words",
+    "split_identifier",
+    "stem",
+    "value_types",
+    "words",
+]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _TOKEN = re.compile(r"[A-Za-z][a-z0-9]*(?:(?<=[A-Z])[A-Z](?![a-z])[a-z0-9]*)*|[0-9]+")
@@ -261,3 +271,78 @@ def grams(text: str) -> list[str]:
                 cache[raw] = found
         out.extend(found)
     return out
+
+
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+_STATED: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "date",
+        re.compile(
+            r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b"
+            rf"|\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+            rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b"
+            rf"|\b(?:tomorrow|yesterday|tonight|{_WEEKDAY}"
+            rf"|(?:next|this|last|coming|upcoming)\s+(?:week|month|year|weekend|{_WEEKDAY}))\b",
+            re.IGNORECASE,
+        ),
+    ),
+    ("time", re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?[ap]\.?m\b", re.IGNORECASE)),
+    ("email", re.compile(r"\b[\w.+-]+@[\w-]+\.\w[\w.]*\b")),
+    ("url", re.compile(r"\bhttps?://\S+|\bwww\.\S+", re.IGNORECASE)),
+    (
+        "path",
+        re.compile(
+            r"(?:\b[A-Za-z]:)?(?:[\\/][\w.-]+){2,}"
+            r"|\b[\w-]+\.(?:txt|csv|json|md|pdf|py|log|xml|ya?ml|docx?|xlsx?)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "money",
+        re.compile(r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(?:dollars?|euros?|usd|eur|gbp)\b", re.IGNORECASE),
+    ),
+)
+"""What a request states, by kind: dates (ISO or written, weekdays, "tomorrow"), times,
+e-mail addresses, URLs, file paths, amounts of money."""
+
+_TAKES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("date", ("date", "dates", "day", "birthday", "yyyy")),
+    ("time", ("time", "hour", "hours", "hh")),
+    ("email", ("email", "mail")),
+    ("url", ("url", "urls", "link", "links", "endpoint", "website")),
+    ("path", ("path", "file", "filename", "directory", "directories", "folder")),
+    ("money", ("price", "cost", "amount", "budget", "currency", "fare", "salary", "payment")),
+)
+"""What a parameter takes, by the same kinds: words of its name and description."""
+
+
+@lru_cache(maxsize=1)
+def _takes() -> tuple[tuple[str, frozenset[str]], ...]:
+    return tuple((kind, frozenset(stem(w) for w in marks)) for kind, marks in _TAKES)
+
+
+VALUE_PREFIX = "__value_"
+
+
+def value_types(text: str) -> list[str]:
+    """The kinds of values ``text`` states (a date, a time, an e-mail address, a URL, a
+    file path, an amount of money) as terms (``__value_date``), each once: a request's
+    arguments, matched with the parameters that take them (:func:`parameter_types`)."""
+    found: list[str] = []
+    for kind, pattern in _STATED:
+        if pattern.search(text):
+            found.append(VALUE_PREFIX + kind)
+            if kind == "url":  # a URL's path is no file path
+                text = pattern.sub(" ", text)
+    return found
+
+
+def parameter_types(terms: Iterable[str]) -> list[str]:
+    """The kinds of values that parameters take, as terms, each once, from their words
+    (``words("start_date: ... 'YYYY-MM-DD'")`` → ``__value_date``)."""
+    present = set(terms)
+    return [VALUE_PREFIX + kind for kind, marks in _takes() if not marks.isdisjoint(present)]
