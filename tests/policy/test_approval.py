@@ -385,3 +385,30 @@ async def test_the_terminal_approver_reads_a_line(make_session: Callable[..., Se
     assert [r.text for r in hook.added] == ["bash(make x)"]
     assert not (await session.call("bash", {"command": "make y"}, "c3")).ok
     assert not (await session.call("bash", {"command": "make z"}, "c4")).ok  # end of input
+
+
+def test_a_sync_host_resumes_held_calls_and_sets_resources(
+    make_session: Callable[..., Session],
+) -> None:
+    """The blocking facade answers held calls (``SyncSession.resume``), saves state and
+    sets the session's resources from plain code."""
+    session = make_session()
+    attach_policy(session, RULES)
+
+    class Marker:
+        pass
+
+    marker = Marker()
+    with session.sync() as sync:
+        held = sync.call("bash", {"command": "make deploy"}, "s1")
+        assert held.error is not None
+        assert held.error.data["approval"] == "pending"
+        done = sync.resume("s1", approved=True)
+        assert done.ok
+        assert done.text == "ran make deploy"
+        assert sync.resume("s1", approved=True).error.kind is ErrorKind.NOT_FOUND  # type: ignore[union-attr]
+        sync.set_resource(marker)
+        assert sync.get_resource(Marker) is marker
+        assert session.get_resource(Marker) is marker
+        assert sync.save_state() is None
+        assert sync.definitions_json().startswith(b"[")

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, TypeVar, final
 
 if TYPE_CHECKING:
+    from toolweave.errors import StateConflict
     from toolweave.results import CallResult, Progress
     from toolweave.runtime._batch import CallLike
     from toolweave.runtime._session import Session
 
 __all__ = ["SyncSession"]
+
+T = TypeVar("T")
 
 
 @final
@@ -63,9 +66,35 @@ class SyncSession:
         """Cancel a running call by id (from any thread)."""
         return self._portal.call(self.session.cancel, call_id)
 
+    def resume(self, call_id: str, *, approved: bool, always: bool = False) -> CallResult:
+        """Answer a call held for approval and wait for its result (see
+        :meth:`Session.resume`)."""
+
+        async def run() -> CallResult:
+            return await self.session.resume(call_id, approved=approved, always=always)
+
+        return self._portal.call(run)
+
+    def save_state(self) -> StateConflict | None:
+        """Save state changed outside calls (see :meth:`Session.save_state`)."""
+        return self._portal.call(self.session.save_state)
+
+    def set_resource(self, value: Any, key: type[Any] | None = None) -> None:
+        """Store a resource for this session (see :meth:`Session.set_resource`), in the
+        session's event loop, so that no running call sees it half set."""
+        self._portal.call(self.session.set_resource, value, key)
+
+    def get_resource(self, key: type[T]) -> T | None:
+        """See :meth:`Session.get_resource`."""
+        return self.session.get_resource(key)
+
     def definitions(self, format: str = "openai") -> list[dict[str, Any]]:
         """See :meth:`Session.definitions`."""
         return self.session.definitions(format)
+
+    def definitions_json(self, format: str = "openai") -> bytes:
+        """See :meth:`Session.definitions_json`."""
+        return self.session.definitions_json(format)
 
     def close(self) -> None:
         """Close the session (see :meth:`Session.aclose`), then stop the background
