@@ -21,6 +21,7 @@ from toolweave import (
 from toolweave.formats import (
     ToolCall,
     parse_tool_calls,
+    reply_text,
     run_tool_calls,
     tool_result_messages,
 )
@@ -217,6 +218,27 @@ def test_parse_gemini_function_calls() -> None:
     assert parse_tool_calls(reply, "gemini") == [ToolCall("echo", {"text": "a"}, "g1")]
     content = reply.candidates[0].content  # type: ignore[index]
     assert parse_tool_calls(content, "gemini") == [ToolCall("echo", {"text": "a"}, "g1")]
+
+
+def test_reply_text_of_each_provider() -> None:
+    """The text of a reply comes out of the SDK object and its plain dump alike; a reply
+    with no text part gives ""; Gemini thoughts are left out."""
+    assert reply_text(chat_completion(("c1", "echo", "{}")), "openai") == ""
+    plain = {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"text": "b"}]}
+    assert reply_text(plain, "openai") == "ab"
+    assert reply_text({"role": "assistant", "content": "done"}, "openai-strict") == "done"
+    responses = responses_reply(("c1", "echo", "{}"))
+    assert reply_text(responses, "openai-responses") == "calling"
+    assert reply_text([i.model_dump() for i in responses.output], "openai-responses") == "calling"
+    claude = anthropic_reply(("t1", "echo", {}))
+    assert reply_text(claude, "anthropic") == "calling"
+    assert reply_text(claude.model_dump()["content"], "anthropic") == "calling"
+    gemini = gemini_reply(("g1", "echo", {}))
+    assert reply_text(gemini, "gemini") == "calling"
+    thinking = {"parts": [{"text": "hmm", "thought": True}, {"text": "Sunny."}]}
+    assert reply_text(thinking, "gemini") == "Sunny."
+    with pytest.raises(UsageError, match="unknown provider"):
+        reply_text({}, "cohere")
 
 
 def test_unknown_provider_is_a_usage_error() -> None:

@@ -40,6 +40,7 @@ from toolweave.formats._calls import (
     ToolCall,
     drop_optional_nulls,
     parse_tool_calls,
+    reply_text,
     run_tool_calls,
     tool_result_messages,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "register_format",
     "register_provider",
     "render",
+    "reply_text",
     "run_tool_calls",
     "to_strict_schema",
     "tool_result_messages",
@@ -101,16 +103,26 @@ def register_format(name: str, formatter: Formatter) -> None:
 
 
 def register_provider(provider: Provider) -> None:
-    """Make a provider's tool calls and results known to :func:`parse_tool_calls` and friends."""
+    """Make a provider's tool calls, results and reply text known to
+    :func:`parse_tool_calls`, :func:`tool_result_messages` and :func:`reply_text`."""
     PROVIDERS[provider.name] = provider
 
 
-register_provider(Provider("openai", openai.parse_chat_calls, openai.chat_result_messages))
 register_provider(
-    Provider("openai-responses", openai.parse_responses_calls, openai.responses_result_items)
+    Provider("openai", openai.parse_chat_calls, openai.chat_result_messages, openai.chat_text)
 )
-register_provider(Provider("anthropic", anthropic.parse_calls, anthropic.result_messages))
-register_provider(Provider("gemini", gemini.parse_calls, gemini.result_messages))
+register_provider(
+    Provider(
+        "openai-responses",
+        openai.parse_responses_calls,
+        openai.responses_result_items,
+        openai.responses_text,
+    )
+)
+register_provider(
+    Provider("anthropic", anthropic.parse_calls, anthropic.result_messages, anthropic.reply_text)
+)
+register_provider(Provider("gemini", gemini.parse_calls, gemini.result_messages, gemini.reply_text))
 
 
 def render(definitions: Sequence[ToolDefinition], format: str) -> list[dict[str, Any]]:

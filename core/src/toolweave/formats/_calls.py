@@ -19,6 +19,7 @@ __all__ = [
     "Provider",
     "ToolCall",
     "parse_tool_calls",
+    "reply_text",
     "run_tool_calls",
     "tool_result_messages",
 ]
@@ -49,11 +50,13 @@ class Provider:
         parse: Extracts the calls from a model reply (SDK object or plain data).
         results: Renders results as the messages (or input items) to append to the
             conversation.
+        text: Gathers the text of a model reply (``""`` for a provider without it).
     """
 
     name: str
     parse: Callable[[Any], list[ToolCall]]
     results: Callable[[list[CallResult]], list[dict[str, Any]]]
+    text: Callable[[Any], str] | None = None
 
 
 PROVIDERS: dict[str, Provider] = {}
@@ -107,6 +110,18 @@ def parse_tool_calls(message: Any, provider_name: str = "openai") -> list[ToolCa
         [ToolCall(name='echo', arguments='{"text": "hi"}', call_id='c1')]
     """
     return provider(provider_name).parse(message)
+
+
+def reply_text(message: Any, provider_name: str = "openai") -> str:
+    """The text of a model reply (its text parts joined; ``""`` when it has none), from
+    the same SDK objects or plain data as :func:`parse_tool_calls`.
+
+    Example:
+        >>> reply_text({"role": "assistant", "content": "Done."}, "openai")
+        'Done.'
+    """
+    text = provider(provider_name).text
+    return text(message) if text is not None else ""
 
 
 def tool_result_messages(

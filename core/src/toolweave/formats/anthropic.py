@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolDefinition
     from toolweave.results import CallResult
 
-__all__ = ["parse_calls", "result_messages", "tool"]
+__all__ = ["parse_calls", "reply_text", "result_messages", "tool"]
 
 
 def tool(d: ToolDefinition) -> dict[str, Any]:
@@ -33,6 +33,18 @@ def parse_calls(message: Any) -> list[ToolCall]:
             ToolCall(get(block, "name") or "", args if args is not None else {}, get(block, "id"))
         )
     return calls
+
+
+def reply_text(message: Any) -> str:
+    """The text blocks of a ``Message`` (or of a list of content blocks), joined."""
+    content = get(message, "content")
+    if isinstance(content, str):
+        return content
+    return "".join(
+        str(get(block, "text") or "")
+        for block in items_of(content if content is not None else message)
+        if get(block, "type") == "text"
+    )
 
 
 def result_messages(results: list[CallResult]) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolDefinition
     from toolweave.results import CallResult
 
-__all__ = ["declaration", "gemini_schema", "parse_calls", "result_messages"]
+__all__ = ["declaration", "gemini_schema", "parse_calls", "reply_text", "result_messages"]
 
 _TYPES = {
     "string": "STRING",
@@ -227,6 +227,14 @@ def parse_calls(message: Any) -> list[ToolCall]:
             ToolCall(get(call, "name") or "", args if args is not None else {}, get(call, "id"))
         )
     return calls
+
+
+def reply_text(message: Any) -> str:
+    """The text parts of a Gemini response, ``Content`` or list of parts, joined
+    (thoughts left out)."""
+    return "".join(
+        str(get(part, "text") or "") for part in _parts(message) if not get(part, "thought")
+    )
 
 
 def result_messages(results: list[CallResult]) -> list[dict[str, Any]]:

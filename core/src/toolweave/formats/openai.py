@@ -30,11 +30,13 @@ __all__ = [
     "chat",
     "chat_result_messages",
     "chat_strict",
+    "chat_text",
     "parse_chat_calls",
     "parse_responses_calls",
     "responses",
     "responses_result_items",
     "responses_strict",
+    "responses_text",
 ]
 
 
@@ -120,6 +122,17 @@ def parse_chat_calls(message: Any) -> list[ToolCall]:
     return calls
 
 
+def chat_text(message: Any) -> str:
+    """The text of an assistant message (or of a ``ChatCompletion``'s first choice)."""
+    choices = get(message, "choices")
+    if choices:
+        message = get(choices[0], "message")
+    content = get(message, "content")
+    if isinstance(content, str):
+        return content
+    return "".join(str(get(part, "text") or "") for part in items_of(content))
+
+
 def chat_result_messages(results: list[CallResult]) -> list[dict[str, Any]]:
     """One ``{"role": "tool", "tool_call_id": ..., "content": ...}`` message per result."""
     return [
@@ -146,6 +159,17 @@ def parse_responses_calls(response: Any) -> list[ToolCall]:
             )
         )
     return calls
+
+
+def responses_text(response: Any) -> str:
+    """The text of the ``message`` items of a ``Response`` (or of a list of output items)."""
+    output = get(response, "output")
+    return "".join(
+        str(get(part, "text") or "")
+        for item in items_of(output if output is not None else response)
+        if get(item, "type") == "message"
+        for part in items_of(get(item, "content"))
+    )
 
 
 def responses_result_items(results: list[CallResult]) -> list[dict[str, Any]]:

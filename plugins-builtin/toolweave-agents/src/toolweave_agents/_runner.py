@@ -11,12 +11,12 @@ results of tool calls are appended with :func:`toolweave.formats.tool_result_mes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from toolweave import UsageError
-from toolweave.formats import PROVIDERS, ToolCall, parse_tool_calls
+from toolweave.formats import PROVIDERS, ToolCall, parse_tool_calls, reply_text
 
 __all__ = ["Message", "ModelRunner", "Reply", "definition_name", "provider_name", "user_message"]
 
@@ -82,10 +82,11 @@ class Reply:
     @classmethod
     def from_message(cls, message: Any, provider: str) -> Reply:
         """The reply a provider returned (an SDK object or plain data), its calls parsed
-        with :func:`toolweave.formats.parse_tool_calls` and its text gathered."""
+        with :func:`toolweave.formats.parse_tool_calls` and its text with
+        :func:`toolweave.formats.reply_text`."""
         name = provider_name(provider)
         calls = tuple(parse_tool_calls(message, name))
-        return cls(message, _text_of(message, name), calls)
+        return cls(message, reply_text(message, name), calls)
 
     @classmethod
     def answer(cls, text: str, provider: str) -> Reply:
@@ -135,51 +136,3 @@ def definition_name(definition: Mapping[str, Any]) -> str:
     if isinstance(function, Mapping):
         return str(function.get("name"))
     return str(definition.get("name"))
-
-
-def _get(obj: Any, key: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(key)
-    return getattr(obj, key, None)
-
-
-def _items(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return list(value)
-    return [value]
-
-
-def _text_of(message: Any, provider: str) -> str:
-    """The text parts of a reply, joined (``""`` when it has none)."""
-    if provider == "openai":
-        choices = _get(message, "choices")
-        if choices:
-            message = _get(choices[0], "message")
-        content = _get(message, "content")
-        if isinstance(content, str):
-            return content
-        return "".join(str(_get(p, "text") or "") for p in _items(content))
-    if provider == "openai-responses":
-        output = _get(message, "output")
-        texts = [
-            str(_get(part, "text") or "")
-            for item in _items(output if output is not None else message)
-            if _get(item, "type") == "message"
-            for part in _items(_get(item, "content"))
-        ]
-        return "".join(texts)
-    if provider == "anthropic":
-        blocks = _get(message, "content")
-        if isinstance(blocks, str):
-            return blocks
-        return "".join(
-            str(_get(b, "text") or "") for b in _items(blocks) if _get(b, "type") == "text"
-        )
-    if provider == "gemini":
-        candidates = _get(message, "candidates")
-        if candidates:
-            message = _get(candidates[0], "content")
-        return "".join(str(_get(p, "text") or "") for p in _items(_get(message, "parts")))
-    return ""
