@@ -7,7 +7,7 @@ import threading
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from toolweave import Capabilities, Context, Kind, Progress, Tool, ToolOutput, tool
 from toolweave.catalog._erasure import erase
 
@@ -579,3 +579,17 @@ def test_bare_ids_resolve_through_the_index() -> None:
 async def _join(a: str) -> str:
     """Join."""
     return a
+
+
+def test_tool_outputs_build_their_validator_on_first_use() -> None:
+    """A ToolOutput subclass costs no validator when its module is imported; the first
+    instance builds it, and it validates as any model."""
+
+    class Counted(ToolOutput):
+        n: int
+
+    assert Counted.__pydantic_complete__ is False
+    assert Counted(n=2).to_model() == '{"n":2}'
+    assert Counted.__pydantic_complete__ is True
+    with pytest.raises(ValidationError):
+        Counted(n="two")  # type: ignore[arg-type]

@@ -141,7 +141,14 @@ StateAccess = Literal["exclusive", "shared"]
 
 
 class ToolOutput(BaseModel):
-    """Optional base for tool outputs: override :meth:`to_model` to control the model text."""
+    """Optional base for tool outputs: override :meth:`to_model` to control the model text.
+
+    Its subclasses build their validator and serializer when first used (pydantic's
+    ``defer_build``), not when their module is imported: a pack's outputs cost nothing
+    until its tools run.
+    """
+
+    model_config = ConfigDict(defer_build=True)
 
     def to_model(self) -> str:
         """What the model reads for this output (default: compact JSON)."""
