@@ -47,7 +47,7 @@ class Delete(Tool[DeleteArgs, DeleteOutput]):
     description = (
         "Delete a file, a symbolic link (the link itself, not what it points to) or a "
         "directory in the workspace. A directory that is not empty is deleted only with "
-        "`recursive` set to true, and then everything in it goes. Deletion cannot be "
+        "`{param:recursive}` set to true, and then everything in it goes. Deletion cannot be "
         "undone.\n\n"
         "Do not use it to empty or shorten a file (write or edit the file instead), and "
         "do not delete files you did not create unless the user asked for it."

@@ -70,10 +70,10 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
     kind = Kind.EDIT
     requires = "kind:read"  # the model must read a file before it can edit it exactly
     description = (
-        "Change a text file by replacing an exact piece of it: `old_string` is replaced "
-        "by `new_string`. `old_string` must match the file exactly (whitespace and "
+        "Change a text file by replacing an exact piece of it: `{param:old_string}` is replaced "
+        "by `{param:new_string}`. `{param:old_string}` must match the file exactly (whitespace and "
         "indentation included) and occur exactly once; include a few surrounding lines "
-        "to make it unique, or set `replace_all` to replace every occurrence. If it is "
+        "to make it unique, or set `{param:replace_all}` to replace every occurrence. If it is "
         "not found the call fails and nothing changes: read the file again with "
         "{tool:read} and copy the current text. The file is rewritten atomically.\n\n"
         "Do not use it to create a new file or to rewrite most of a file; write the "

@@ -105,10 +105,10 @@ class ListDir(Tool[ListDirArgs, ListDirOutput]):
     params = ListDirParams
     description = (
         "List the files and directories in a workspace directory, a few levels deep "
-        "(`depth`, default 2). Paths come back relative to the workspace root, sorted by "
+        "(`{param:depth}`, default 2). Paths come back relative to the workspace root, sorted by "
         "name, directories marked with a trailing `/` and symbolic links with `@` (links "
         "are not followed). Version-control folders, dependency folders and caches are "
-        "left out; `ignore` leaves out more. Long listings stop with a note.\n\n"
+        "left out; `{param:ignore}` leaves out more. Long listings stop with a note.\n\n"
         "Do not use it to read files or to search for text inside them: use "
         "{tool:read|a file reader} or {tool:search|a search tool} for that."
     )

@@ -54,8 +54,8 @@ class Move(Tool[MoveArgs, MoveOutput]):
     kind = Kind.MOVE
     description = (
         "Move or rename a file, a symbolic link or a whole directory inside the "
-        "workspace. `destination` is the full new path, not a directory to move into. An "
-        "existing file at the destination is replaced only with `overwrite` set to true; "
+        "workspace. `{param:destination}` is the full new path, not a directory to move into. An "
+        "existing file at the destination is replaced only with `{param:overwrite}` set to true; "
         "an existing directory is never replaced.\n\n"
         "Do not use it to copy (the source is gone afterwards) or to change a file's "
         "content."

@@ -360,7 +360,7 @@ class GoToDefinition(Tool[PositionArgs, LocationsOutput]):
     description = (
         "Where the symbol at a place in a workspace file is defined (a function, class, "
         "variable or import), as `path:line:column: line text`. Give the file, the line "
-        "and the `symbol` on it. Definitions in libraries are shown with their full path. "
+        "and the `{param:symbol}` on it. Definitions in libraries are shown with their full path. "
         + _NOT_FOR
     )
 
@@ -379,7 +379,7 @@ class FindReferences(Tool[PositionArgs, LocationsOutput]):
     description = (
         "Every place in the workspace where the symbol at a place in a file is used, "
         "its definition included, as `path:line:column: line text` (at most 200). Give "
-        "the file, the line and the `symbol` on it. Use it before renaming or changing a "
+        "the file, the line and the `{param:symbol}` on it. Use it before renaming or changing a "
         "function's signature. " + _NOT_FOR
     )
 
@@ -421,7 +421,7 @@ class Hover(Tool[PositionArgs, HoverOutput]):
     params = LspParams
     description = (
         "The signature, type and documentation of the symbol at a place in a workspace "
-        "file, as an editor shows on hover. Give the file, the line and the `symbol` on "
+        "file, as an editor shows on hover. Give the file, the line and the `{param:symbol}` on "
         "it. " + _NOT_FOR
     )
 

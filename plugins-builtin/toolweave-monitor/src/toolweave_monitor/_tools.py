@@ -239,11 +239,12 @@ class Monitor(Tool[MonitorArgs, MonitorStarted]):
     kind = Kind.MONITOR
     description = """\
 Watch something in the background and be told when it changes: a file or folder of \
-the workspace (`path`), a background shell task until it exits (`task_id`, with its \
-exit code and the end of its output), a process of the workspace until it exits \
-(`pid`), or an HTTP URL's status (`url`, e.g. a dev server coming up). Give exactly \
-one of them. Returns at once; what the monitor sees is added after your next calls, \
-once per change, and {name:monitors|the monitor listing} shows it all.
+the workspace (`{param:path}`), a background shell task until it exits \
+(`{param:task_id}`, with its exit code and the end of its output), a process of the \
+workspace until it exits (`{param:pid}`), or an HTTP URL's status (`{param:url}`, e.g. \
+a dev server coming up). Give exactly one of them. Returns at once; what the monitor \
+sees is added after your next calls, once per change, and \
+{name:monitors|the monitor listing} shows it all.
 
 Do not use it to wait for a task in the foreground (use \
 {name:wait_tasks|the task wait tool}), to read a file once, or to poll public websites \
@@ -499,7 +500,7 @@ class ListMonitors(Tool[ListMonitorsArgs, ListMonitorsResult]):
     kind = Kind.MONITOR
     description = """\
 List this session's monitors (started by {name:monitor}) with where each stands and \
-the events you have not seen yet; give `monitor_id` to see every event one monitor \
+the events you have not seen yet; give `{param:monitor_id}` to see every event one monitor \
 kept. Monitors of earlier sessions are listed too, as stopped or lost.
 
 Not for starting or stopping monitors, nor for reading files or task output."""

@@ -169,7 +169,7 @@ class AskUser(Tool[AskUserArgs, AskUserOutput]):
     namespace = "plan"
     kind = Kind.ASK_USER
     description = """\
-Ask the user a question and wait for the answer. Offer `choices` when the answer is \
+Ask the user a question and wait for the answer. Offer `{param:choices}` when the answer is \
 one of a few options (put your recommendation first); ask open questions only when \
 you need free text.
 

@@ -152,7 +152,7 @@ modified first, capped; skips files listed in .gitignore and the .git folder.
 
 `*` and `?` stay within one folder, `**` spans any number of folders, `{a,b}` lists \
 alternatives, `[abc]` matches one character. A pattern is matched against the whole \
-path below `path`: `*.md` finds only files directly in it; write `**/*.md` for every \
+path below `{param:path}`: `*.md` finds only files directly in it; write `**/*.md` for every \
 depth.
 
 Use it to find files by name or extension, or to see what changed recently. To find \

@@ -159,8 +159,9 @@ when installed), skipping files listed in .gitignore, binary files and the .git 
 
 Use it to find where something is defined or used, to list files mentioning a name, \
 or to count occurrences. Start with the default mode (`files_with_matches`), then look \
-closer with `output_mode: content` and a few `context` lines, narrowed by `path` or \
-`glob`. Results are sorted by path and capped; the output says when there is more.
+closer with `{param:output_mode}: content` and a few `{param:context}` lines, narrowed \
+by `{param:path}` or `{param:glob}`. Results are sorted by path and capped; the output \
+says when there is more.
 
 Do not use it to find files by name (use {name:glob|a file-name search} for that), to \
 read a whole file (use {tool:read|the file reader}), or through a shell command \

@@ -205,10 +205,10 @@ chain dependent steps in one command (`cd web && npm test`).
 - Standard input is closed, so anything that waits for input fails instead of \
 hanging. Pass non-interactive flags (`-y`, `--yes`, `--no-edit`) and avoid \
 interactive programs (editors, pagers, REPLs, `git rebase -i`, `git add -p`).
-- `timeout` is in milliseconds; when it passes, the command and every process it \
+- `{param:timeout}` is in milliseconds; when it passes, the command and every process it \
 started are stopped and you get the output so far. Long-running work (dev servers, \
 file watchers, long builds you want to check on later) belongs in the background: \
-set `is_background` and the call returns a task id at once; read its new output with \
+set `{param:is_background}` and the call returns a task id at once; read its new output with \
 {name:task_output|the task output tool}, wait for it with {name:wait_tasks|the task \
 wait tool} or stop it with {name:kill_task|the task kill tool}. Do not append `&` yourself: \
 processes a foreground command leaves behind are stopped when it returns.
@@ -221,7 +221,7 @@ dedicated file and search tools: those are faster, confined to the workspace and
 easier for the user to review (so no `cat`, `head`, `grep`, `find`, `ls`, `sed -i` or \
 `echo >` for files they can handle).
 
-Quote paths that contain spaces. Give a short `description` of what the command does. \
+Quote paths that contain spaces. Give a short `{param:description}` of what the command does. \
 Be careful with commands that destroy work or reach outside the workspace (`rm -rf`, \
 `git reset --hard`, `git push --force`, installing system packages): run them only when \
 the user asked for exactly that."""

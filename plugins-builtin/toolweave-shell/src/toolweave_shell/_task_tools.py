@@ -204,7 +204,7 @@ Read what a background task (started by {name:bash} with `is_background`) has wr
 since you last read it, and see whether it still runs and how it ended.
 
 Each call returns only new output, so call it again later to follow a server log or a \
-long build. Set `block` to wait until the task ends (up to `timeout` milliseconds) \
+long build. Set `{param:block}` to wait until the task ends (up to `{param:timeout}` milliseconds) \
 instead of polling in a loop. Use {name:bash} for new commands; this tool only \
 reads tasks that already exist."""
     capabilities = Capabilities(read_only=True, scope="system", timeout=3_630.0)
@@ -278,7 +278,7 @@ class WaitTasks(Tool[WaitTasksArgs, WaitTasksResult]):
     kind = Kind.WAIT_TASKS_ACTION
     description = """\
 Wait until one or more background tasks (started by {name:bash} with `is_background`) \
-have ended, or until `timeout` milliseconds pass, and report how each ended.
+have ended, or until `{param:timeout}` milliseconds pass, and report how each ended.
 
 Use it when you have nothing else to do until a build, test run or download finishes: \
 it is cheaper than calling {name:task_output|the task output tool} in a loop. It does \

@@ -88,8 +88,8 @@ class MemorySave(Tool[MemorySaveArgs, SavedMemory]):
 Save something worth remembering beyond this conversation: a user preference, a \
 decision and its reason, a fact about the project or its environment, a fix that \
 worked. Write it self-contained (it is read later without this conversation), give \
-it a short `title` and a few `tags`. Saving the same text again updates it instead \
-of adding a copy; `replace_id` corrects an earlier memory.
+it a short `{param:title}` and a few `{param:tags}`. Saving the same text again updates it instead \
+of adding a copy; `{param:replace_id}` corrects an earlier memory.
 
 Do not save secrets, passwords or tokens, things the code or its files already say, \
 or the progress of the current task (use the todo list for that)."""

@@ -130,7 +130,7 @@ class MemorySearch(Tool[MemorySearchArgs, SearchResult]):
 Search what was remembered in earlier sessions of this workspace (and this one): \
 user preferences, decisions, facts about the project. Results are ranked by \
 relevance, titles weighing most, with the matching words highlighted; filter by \
-`tags`. Search before asking the user something they may have told you already.
+`{param:tags}`. Search before asking the user something they may have told you already.
 
 Not for searching files or code (use the file search tools) nor the web."""
     capabilities = Capabilities(read_only=True, scope="workspace", timeout=30.0)

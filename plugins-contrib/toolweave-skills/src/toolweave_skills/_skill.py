@@ -249,9 +249,9 @@ class SkillTool(Tool[SkillArgs, SkillResult]):
 Load a skill: instructions (and scripts, templates, references) written for one kind \
 of task, such as filling a PDF form or following the project's release process. When \
 a task matches a skill's description, load the skill first and follow its \
-instructions; read its files with `file` when the instructions point to them.
+instructions; read its files with `{param:file}` when the instructions point to them.
 
-Call it without `name` to list the available skills. Do not load skills unrelated to \
+Call it without `{param:name}` to list the available skills. Do not load skills unrelated to \
 the task, and do not use it to read workspace files (use the file tools)."""
     capabilities = Capabilities(read_only=True, scope="system", timeout=30.0)
     params = SkillsParams

@@ -174,9 +174,9 @@ class WebFetch(Tool[WebFetchArgs, WebPage]):
     description = """\
 Fetch a web page and read it as Markdown: HTML is converted (headings, lists, links, \
 tables, code), plain text, JSON and XML come back as they are. Long pages are cut; \
-the result says where, and `start_index` reads on. Narrow a page with a CSS \
-`selector` (`article`, `#api-reference`) or `main_content: true` to drop navigation \
-and boilerplate.
+the result says where, and `{param:start_index}` reads on. Narrow a page with a CSS \
+`{param:selector}` (`article`, `#api-reference`) or `{param:main_content}: true` to \
+drop navigation and boilerplate.
 
 Use it to read documentation, an article or an API response whose URL you know. Do \
 not use it to search the web (use the web search tool for that), for binary files \

@@ -165,7 +165,7 @@ pages about something, current information, or documentation whose URL you do no
 know; then read the promising pages with the web fetch tool.
 
 Do not use it to read a page whose URL you already have, and do not trust excerpts \
-for details: fetch the page. Narrow with `time_range` for recent events."""
+for details: fetch the page. Narrow with `{param:time_range}` for recent events."""
     capabilities = Capabilities(read_only=True, scope="network", timeout=60.0)
     params = WebSearchParams
 
