@@ -6,7 +6,12 @@ one-pass validation, expressions, templates, behaviour versions, and the immutab
 from toolweave.catalog._builder import ToolSetBuilder
 from toolweave.catalog._catalog import Catalog
 from toolweave.catalog._config import ToolConfig, ToolSetConfig
-from toolweave.catalog._describe import NOT_FOR_HINT, says_what_not
+from toolweave.catalog._describe import (
+    NOT_FOR_HINT,
+    literal_parameters,
+    literal_parameters_hint,
+    says_what_not,
+)
 from toolweave.catalog._erasure import ErasedTool
 from toolweave.catalog._expr import Expression, SetView, ToolFacts, compile_expression
 from toolweave.catalog._external import external_tool, schema_validator
@@ -35,6 +40,8 @@ __all__ = [
     "ToolweaveWarning",
     "compile_expression",
     "external_tool",
+    "literal_parameters",
+    "literal_parameters_hint",
     "says_what_not",
     "schema_validator",
 ]

@@ -22,6 +22,7 @@ from toolweave.cli._common import (
 from toolweave.cli._discovery import resolve_config
 
 if TYPE_CHECKING:
+    from toolweave.catalog import ToolSet, ToolSetConfig
     from toolweave.plugins import PackManager
 
 __all__ = ["register"]
@@ -45,8 +46,9 @@ def check(
     """Check a tool-set configuration against the installed packs.
 
     Prints every problem, one per line, and exits with 1 when there is any; warnings
-    (such as a deprecated version, or a tool description that does not say what the
-    tool must not be used for) are printed but do not fail the check.
+    (such as a deprecated version, a tool description that does not say what the
+    tool must not be used for, or one that writes its own parameters' names instead of
+    ``{param:<name>}``) are printed but do not fail the check.
 
     **Examples**
 
@@ -109,16 +111,45 @@ def check(
 
 def _description_notes(manager: PackManager, config: Path) -> list[str]:
     """A warning for each configured tool whose description does not say what the tool
-    must not be used for (the injector's models choose by it)."""
+    must not be used for (the injector's models choose by it), and for each whose
+    description (the configured one, else the registered one, before rendering) names
+    its own parameters literally instead of as ``{param:<name>}``."""
+    from toolweave.catalog import literal_parameters, literal_parameters_hint
     from toolweave.catalog._config import ToolSetConfig
     from toolweave.errors import ToolweaveError
     from toolweave.inject import NOT_FOR_HINT, says_what_not
 
     try:
-        toolset = manager.builder().build(ToolSetConfig.load(config))
+        loaded = ToolSetConfig.load(config)
+        toolset = manager.builder().build(loaded)
     except ToolweaveError:
         return []
-    return [f"{e.name}: {NOT_FOR_HINT}" for e in toolset if not says_what_not(e.description)]
+    notes = [f"{e.name}: {NOT_FOR_HINT}" for e in toolset if not says_what_not(e.description)]
+    overrides = _configured_descriptions(loaded, toolset)
+    for e in toolset:
+        text = overrides.get(e.name, e.tool.description)
+        literal = literal_parameters(text, e.tool.argument_names())
+        if literal:
+            notes.append(f"{e.name}: {literal_parameters_hint(literal)}")
+    return notes
+
+
+def _configured_descriptions(config: ToolSetConfig, toolset: ToolSet) -> dict[str, str]:
+    """Client name → the description the configuration gives the tool instead of its
+    own, for the configured tools that have one."""
+    found: dict[str, str] = {}
+    named = {t.name for t in config.tools or () if t.name is not None}
+    for t in config.tools or ():
+        if t.description is None:
+            continue
+        for e in toolset:
+            fqid = e.tool.fqid
+            if t.id not in (fqid, fqid.split(":", 1)[-1]):
+                continue
+            if (e.name == t.name) if t.name is not None else (e.name not in named):
+                found.setdefault(e.name, t.description)
+                break
+    return found
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,11 @@ Checks (each has a name, usable in ``skip=``):
 - ``description``: the tool and each argument are described, and the tool's
   description says what not to use it for (``do not use``, ``not for``, ``never``,
   ``instead``, ``rather than``, ``only when``...: :func:`toolweave.inject.says_what_not`,
-  the heuristic ``toolweave check`` and the injector apply too).
+  the heuristic ``toolweave check`` and the injector apply too), and it names the
+  tool's own parameters as ``{param:<name>}``, never literally in backticks (`` `offset` ``
+  in the registered description: a configuration renaming ``offset`` would leave the
+  old name there; :func:`toolweave.catalog.literal_parameters`, which ``toolweave
+  check`` warns about too).
 - ``state``: every state model a tool declares names its store key on the class itself
   (``state_key: ClassVar[str] = "pack.thing"``), and no two models share a key.
   Without one the key is the module and class name, so moving or renaming the class
@@ -44,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
+from toolweave.catalog import literal_parameters, literal_parameters_hint
 from toolweave.errors import ErrorKind, ToolError, ToolweaveError
 from toolweave.formats import FORMATS, drop_optional_nulls, render, to_strict_schema
 from toolweave.formats._schema import resolve_ref
@@ -235,6 +240,9 @@ def _description_problems(entry: ToolEntry) -> list[Problem]:
         problems.append(Problem("description", entry.name, "describe the tool in a sentence"))
     elif not says_what_not(text):
         problems.append(Problem("description", entry.name, NOT_FOR_HINT))
+    literal = literal_parameters(entry.tool.description, entry.tool.argument_names())
+    if literal:
+        problems.append(Problem("description", entry.name, literal_parameters_hint(literal)))
     schema = entry.input_schema
     for key, sub in (schema.get("properties") or {}).items():
         node = sub
