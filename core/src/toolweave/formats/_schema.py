@@ -51,8 +51,6 @@ def untitled(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     by several tools (their ``properties``, a model's definition) is stripped once and
     its copy shared the same way.
     """
-    if type(schema) is Titled:  # the copy of a top level shared by many tools
-        return _strip(schema.base, False)  # type: ignore[no-any-return]
     return _strip(freeze(schema), False)  # type: ignore[no-any-return]
 
 
@@ -63,7 +61,7 @@ def _strip(node: Any, is_map: bool) -> Any:
     if kind is FrozenList:
         items = [_strip(v, False) for v in node]
         return node if all(a is b for a, b in zip(items, node, strict=True)) else FrozenList(items)
-    if kind is Titled:
+    if kind is Titled:  # a tool's copy of a top level shared by many tools: strip that
         node = node.base
     elif kind is not Prefrozen and kind is not FrozenDict:
         return node  # true / false schemas, values
@@ -77,7 +75,7 @@ def _strip(node: Any, is_map: bool) -> Any:
         if is_map:
             new = _strip(value, False)
         elif name == "title" and (value is None or isinstance(value, str)):
-            changed = True
+            changed = True  # None: a shared top level's placeholder for its tools' titles
             continue
         elif name in _SUBSCHEMAS:
             new = _strip(value, False)
