@@ -100,3 +100,29 @@ def test_param_placeholders_name_the_tools_own_parameters_as_renamed():
     assert "no parameter 'file'" in info.value.issues[0].message
     with pytest.raises(ConfigError, match="only for a tool's own description"):
         renamed.render_template("Pass {param:path}.")
+
+
+def test_another_version_renders_its_param_placeholders_with_the_entry_renames():
+    """A version served in place of the configured one (gray release, rollback) names
+    its parameters as the entry renames them."""
+    from toolweave import ToolSetBuilder, tool
+
+    @tool(id="read", version="1")
+    async def read_v1(path: str, offset: int = 0) -> str:
+        """Read from `{param:offset}` on. Not for folders."""
+        return path
+
+    @tool(id="read", version="2")
+    async def read_v2(path: str, offset: int = 0) -> str:
+        """Read from `{param:offset}` on, faster. Not for folders."""
+        return path
+
+    builder = ToolSetBuilder()
+    builder.add(read_v1)
+    builder.add(read_v2)
+    toolset = builder.build(
+        {"tools": [{"id": "read", "version": "2", "rename": {"offset": "skip"}}]}
+    )
+    older = toolset.version_entry(toolset.entries[0], "1")
+    assert older is not None
+    assert older.description == "Read from `skip` on. Not for folders."

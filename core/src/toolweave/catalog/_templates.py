@@ -167,13 +167,16 @@ class TemplateRenderer:
 
         return _PLACEHOLDER.sub(replace, text), list(problems.values())
 
-    def render_strict(self, text: str, *, tool_id: str = "", path: str = "") -> str:
-        """Render ``text``, raising when any placeholder cannot be rendered.
+    def render_strict(
+        self, text: str, params: Parameters | None = None, *, tool_id: str = "", path: str = ""
+    ) -> str:
+        """Render ``text`` (``params``: see :meth:`render`), raising when any placeholder
+        cannot be rendered.
 
         Raises:
             ConfigError: One ``template`` issue per placeholder that failed.
         """
-        rendered, problems = self.render(text)
+        rendered, problems = self.render(text, params)
         if problems:
             raise ConfigError([problem_issue(p, tool_id, path) for p in problems])
         return rendered

@@ -397,13 +397,16 @@ class ToolSet:
             ConfigError: A placeholder is unknown or names no configured tool
                 (``template`` issues).
         """
+        return self._template_renderer().render_strict(text)
+
+    def _template_renderer(self) -> TemplateRenderer:
         if self._renderer is None:
             from toolweave.catalog._templates import TemplateRenderer
 
             self._renderer = TemplateRenderer.from_tools(
                 (e.tool.fqid, e.kind.value, e.name) for e in self.entries
             )
-        return self._renderer.render_strict(text)
+        return self._renderer
 
     def external_entry(
         self, tool: ErasedTool, name: str | None = None, *, prefix: str | None = None
@@ -441,8 +444,12 @@ class ToolSet:
         tool = self.versions.get(entry.tool.fqid, {}).get(version)
         if tool is None:
             return None
+        from toolweave.catalog._templates import Parameters
+
         try:
-            description = self.render_template(tool.description)
+            description = self._template_renderer().render_strict(
+                tool.description, Parameters(tool.argument_names, entry.to_client)
+            )
         except Exception:
             description = tool.description
         params = entry.params
