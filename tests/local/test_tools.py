@@ -327,3 +327,48 @@ async def test_run_happens_off_the_event_loop(tmp_path: Path) -> None:
     assert result.output["thread"] != "MainThread"
     assert ticks >= 1  # a run() on the event loop would have starved the ticker
     plugins.close()
+
+
+async def test_plugin_descriptions_render_their_placeholders(tmp_path: Path) -> None:
+    """A plugin file's tool names other tools and its own parameters through
+    placeholders, rendered against the session's set as for a pack's tools; one that
+    cannot be rendered is an alert for its file and the tool stays out."""
+    folder = tmp_path / "plugins"
+    write(
+        folder / "names.py",
+        """
+from toolweave import tool
+from toolweave.local import register_tool
+
+
+@register_tool
+@tool(blocking=False)
+def shout(text: str) -> str:
+    \"\"\"Upper-case `{param:text}`; {tool:read|a reader} reads files. Not for files.\"\"\"
+    return text.upper()
+""",
+    )
+    write(
+        folder / "broken.py",
+        """
+from toolweave import tool
+from toolweave.local import register_tool
+
+
+@register_tool
+@tool(blocking=False)
+def whisper(text: str) -> str:
+    \"\"\"Lower-case {param:words}. Not for files.\"\"\"
+    return text.lower()
+""",
+    )
+    session = ToolSetBuilder().build().session()
+    plugins = PluginFolders([folder])
+    plugins.attach(session)
+    alerts = {a.file.name: a for a in plugins.load()}
+    assert set(listed(session)) == {"shout"}
+    assert listed(session)["shout"]["description"].startswith(
+        "Upper-case `text`; a reader reads files."
+    )
+    assert "{param:words}" in alerts["broken.py"].message
+    plugins.close()

@@ -409,17 +409,25 @@ class ToolSet:
         return self._renderer
 
     def external_entry(
-        self, tool: ErasedTool, name: str | None = None, *, prefix: str | None = None
+        self,
+        tool: ErasedTool,
+        name: str | None = None,
+        *,
+        prefix: str | None = None,
+        templates: bool = False,
     ) -> ToolEntry:
         """The entry of an external tool joining a session of this set.
 
         The client-visible name is one prefix followed by ``name`` (default: the tool's
         id): ``prefix`` when given, else the set's ``external_prefix`` (see
         :meth:`Session.register_external <toolweave.Session.register_external>`). The
-        deadline is the tool's own, else the set's ``external_timeout``.
+        deadline is the tool's own, else the set's ``external_timeout``. With
+        ``templates``, the description's placeholders are rendered against this set
+        (the host's own tools: a remote server's text is left as it is).
 
         Raises:
-            UsageError: The set is in ``read_only`` mode and the tool is not read-only.
+            UsageError: The set is in ``read_only`` mode and the tool is not read-only,
+                or (``templates``) a placeholder cannot be rendered.
         """
         config = self.config
         if prefix is None:
@@ -431,8 +439,27 @@ class ToolSet:
             raise UsageError(
                 f"external tool {client!r} is not read-only and this set is in read_only mode"
             )
+        description = None
+        if templates:
+            from toolweave.catalog._templates import Parameters
+
+            description, problems = self._template_renderer().render(
+                tool.description, Parameters(tool.argument_names)
+            )
+            if problems:
+                from toolweave.errors import UsageError
+
+                raise UsageError(
+                    f"the description of {client!r} has placeholders that cannot be "
+                    "rendered: " + "; ".join(f"{p.placeholder}: {p.message}" for p in problems)
+                )
         timeout = tool.capabilities.timeout
-        return ToolEntry(client, tool, timeout=timeout if timeout else config.external_timeout)
+        return ToolEntry(
+            client,
+            tool,
+            description=description,
+            timeout=timeout if timeout else config.external_timeout,
+        )
 
     def version_entry(self, entry: ToolEntry, version: str) -> ToolEntry | None:
         """``entry`` running behaviour ``version`` of its tool instead: same client name,

@@ -350,7 +350,7 @@ class PluginFolders:
             other = session.external[name].tool
             return self._clash(tool, f"{source_of(other)} (an external tool of the session)")
         try:
-            session.register_external(tool.tool, name=name, prefix="")
+            session.register_external(tool.tool, name=name, prefix="", templates=True)
         except UsageError as exc:
             return PluginAlert(
                 tool.file, None, f"{name} could not join a session: {exc}", tool.source

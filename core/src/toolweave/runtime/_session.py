@@ -522,7 +522,12 @@ class Session:
     # -- external tools -------------------------------------------------------------
 
     def register_external(
-        self, tool: ErasedTool, *, name: str | None = None, prefix: str | None = None
+        self,
+        tool: ErasedTool,
+        *,
+        name: str | None = None,
+        prefix: str | None = None,
+        templates: bool = False,
     ) -> ToolEntry:
         """Add a JSON-only tool (see :func:`toolweave.catalog._external.external_tool`) at run time.
 
@@ -539,13 +544,16 @@ class Session:
             name: The name after the prefix (default: the tool's id); the returned
                 entry's ``name`` is the client-visible one.
             prefix: The prefix to use instead of the set's ``external_prefix``.
+            templates: Render the description's placeholders (``{tool:<kind>}``,
+                ``{name:<id>}``, ``{param:<name>}``) against the set, as for built-in
+                tools: for the host's own tools (plugin files), not a remote server's.
 
         Raises:
             UsageError: The name is taken by a built-in tool (external tools never
-                shadow them) or by another external tool, or the set is read-only and
-                the tool is not.
+                shadow them) or by another external tool, the set is read-only and
+                the tool is not, or (``templates``) a placeholder cannot be rendered.
         """
-        entry = self.toolset.external_entry(tool, name, prefix=prefix)
+        entry = self.toolset.external_entry(tool, name, prefix=prefix, templates=templates)
         client = entry.name
         if client in self.toolset._by_name:
             raise UsageError(f"external tool name {client!r} is taken by a built-in tool")
