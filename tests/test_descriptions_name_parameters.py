@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from toolweave import ToolSetBuilder, tool
-from toolweave.catalog import literal_parameters, literal_parameters_hint
+from toolweave.catalog import ToolweaveWarning, literal_parameters, literal_parameters_hint
 from toolweave.cli import app
 from toolweave.plugins import PackManager
 from toolweave.testing import check_toolset
@@ -69,16 +69,16 @@ async def placeholder(path: str, offset: int = 0) -> str:
     return path
 
 
-def test_the_kit_reports_literal_parameters_as_description_problems() -> None:
-    """Like a description that does not say what not to use the tool for, one naming its
-    own parameters literally is a ``description`` problem (a failed assertion)."""
+def test_the_kit_warns_about_literal_parameters() -> None:
+    """A description naming its own parameters literally is a ``ToolweaveWarning`` of
+    the kit, not a failed check (packs written before ``{param:}`` still pass)."""
     builder = ToolSetBuilder()
     builder.add(tool(literal))
     builder.add(tool(placeholder))
-    problems = check_toolset(builder.build(), skip=["calls"])
-    assert [(p.tool, p.message) for p in problems] == [
-        ("literal", literal_parameters_hint(["offset"]))
-    ]
+    with pytest.warns(ToolweaveWarning) as caught:
+        problems = check_toolset(builder.build(), skip=["calls"])
+    assert problems == []
+    assert [str(w.message) for w in caught] == [f"literal: {literal_parameters_hint(['offset'])}"]
 
 
 # -- toolweave check -------------------------------------------------------------------

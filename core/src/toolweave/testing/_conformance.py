@@ -10,11 +10,11 @@ Checks (each has a name, usable in ``skip=``):
 - ``description``: the tool and each argument are described, and the tool's
   description says what not to use it for (``do not use``, ``not for``, ``never``,
   ``instead``, ``rather than``, ``only when``...: :func:`toolweave.inject.says_what_not`,
-  the heuristic ``toolweave check`` and the injector apply too), and it names the
-  tool's own parameters as ``{param:<name>}``, never literally in backticks (`` `offset` ``
-  in the registered description: a configuration renaming ``offset`` would leave the
-  old name there; :func:`toolweave.catalog.literal_parameters`, which ``toolweave
-  check`` warns about too).
+  the heuristic ``toolweave check`` and the injector apply too). A description that
+  names the tool's own parameters literally in backticks (`` `offset` `` where
+  ``{param:offset}`` would follow a configured rename:
+  :func:`toolweave.catalog.literal_parameters`) is a ``ToolweaveWarning``, not a
+  failure, as in ``toolweave check``.
 - ``state``: every state model a tool declares names its store key on the class itself
   (``state_key: ClassVar[str] = "pack.thing"``), and no two models share a key.
   Without one the key is the module and class name, so moving or renaming the class
@@ -40,6 +40,7 @@ import json
 import logging
 import re
 import tempfile
+import warnings
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
-from toolweave.catalog import literal_parameters, literal_parameters_hint
+from toolweave.catalog import ToolweaveWarning, literal_parameters, literal_parameters_hint
 from toolweave.errors import ErrorKind, ToolError, ToolweaveError
 from toolweave.formats import FORMATS, drop_optional_nulls, render, to_strict_schema
 from toolweave.formats._schema import resolve_ref
@@ -242,7 +243,9 @@ def _description_problems(entry: ToolEntry) -> list[Problem]:
         problems.append(Problem("description", entry.name, NOT_FOR_HINT))
     literal = literal_parameters(entry.tool.description, entry.tool.argument_names())
     if literal:
-        problems.append(Problem("description", entry.name, literal_parameters_hint(literal)))
+        warnings.warn(
+            f"{entry.name}: {literal_parameters_hint(literal)}", ToolweaveWarning, stacklevel=2
+        )
     schema = entry.input_schema
     for key, sub in (schema.get("properties") or {}).items():
         node = sub
