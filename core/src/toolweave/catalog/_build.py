@@ -344,11 +344,9 @@ class _Planner:
                 known[finfo.alias] = fname
         unknown = [k for k in given if k not in known]
         for key in unknown:
-            close = difflib.get_close_matches(key, list(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
             self.issue(
                 tool.fqid,
-                f"{tool.fqid} has no param {key!r}{hint}",
+                f"{tool.fqid} has no param {key!r}{did_you_mean(key, known, 1)}",
                 "invalid_params",
                 f"{where}.{key}",
                 expected=sorted(known),

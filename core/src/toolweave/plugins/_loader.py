@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import logging
 import os
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, final
 
 import pluggy
 
+from toolweave.catalog._config import did_you_mean
 from toolweave.errors import PackLoadError, UsageError
 from toolweave.plugins import hookspecs
 
@@ -184,8 +184,7 @@ class PackManager:
     def _unknown(self, name: str, source: str, *, fatal: bool) -> None:
         """Report a selected pack name that no installed pack has (raise when strict)."""
         known = sorted(self.packs)
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else "."
+        hint = did_you_mean(name, known, 1) or "."
         listed = ", ".join(known) or "none"
         message = (
             f"no pack named {name!r} is installed (asked for by {source}){hint} "
