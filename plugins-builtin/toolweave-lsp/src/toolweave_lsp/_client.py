@@ -18,7 +18,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
@@ -30,7 +29,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 from toolweave import ErrorKind, ToolError
-from toolweave.processes import process_group
+from toolweave.processes import ProcessTree, process_group
 
 __all__ = ["LspClient", "LspStopped", "file_uri", "uri_path"]
 
@@ -137,8 +136,9 @@ class LspClient:
                 f"{exc.strerror or exc}",
             ) from None
         # A host that never closes its session still leaves no server behind: when the
-        # client is collected, or the interpreter exits, the server's group is killed.
-        self._finalizer = weakref.finalize(self, _abandon, self._process.pid, self._stderr)
+        # client is collected, or the interpreter exits, the server's tree is killed.
+        tree = ProcessTree(self._process.pid)
+        self._finalizer = weakref.finalize(self, _abandon, tree, self._stderr)
         root_uri = file_uri(self.root)
         params = {
             "processId": os.getpid(),
@@ -371,12 +371,11 @@ class LspClient:
         return LspStopped(self._dead + (f"\n{tail}" if tail else ""))
 
 
-def _abandon(pid: int, stderr: Any) -> None:
-    """Kill the process group of a server whose client was never closed, and close the
-    file of its standard error."""
+def _abandon(tree: ProcessTree, stderr: Any) -> None:
+    """Kill every process of a server whose client was never closed (synchronously:
+    there may be no event loop left), and close the file of its standard error."""
     if os.name == "posix":
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
+        tree.kill_now()
     stderr.close()
 
 
