@@ -12,8 +12,8 @@ A description that names one of the tool's own parameters should write it as
 ``{param:<name>}`` (see :mod:`toolweave.catalog._templates`), so that a configuration
 renaming the parameter renames it in the description too; one that writes the name
 itself in backticks (`` `offset` `` or `` `offset=10` ``) goes on naming the old name.
-:func:`literal_parameters` finds those names; ``toolweave check`` warns about them and
-the conformance kit reports them as ``description`` problems.
+:func:`literal_parameters` finds those names; ``toolweave check`` and the conformance
+kit warn about them (a ``ToolweaveWarning`` in the kit; neither fails).
 """
 
 from __future__ import annotations
