@@ -20,7 +20,7 @@ from toolweave.catalog._erasure import (
     validation_problems,
 )
 from toolweave.catalog._merge import BuildReport
-from toolweave.errors import ErrorKind, ToolError
+from toolweave.errors import ErrorKind, ToolError, UsageError
 
 if TYPE_CHECKING:
     from toolweave.catalog._expr import SetView
@@ -434,8 +434,6 @@ class ToolSet:
             prefix = config.external_prefix or ""
         client = prefix + (name or tool.id)
         if config.mode == "read_only" and not tool.read_only:
-            from toolweave.errors import UsageError
-
             raise UsageError(
                 f"external tool {client!r} is not read-only and this set is in read_only mode"
             )
@@ -447,8 +445,6 @@ class ToolSet:
                 tool.description, Parameters(tool.argument_names)
             )
             if problems:
-                from toolweave.errors import UsageError
-
                 raise UsageError(
                     f"the description of {client!r} has placeholders that cannot be "
                     "rendered: " + "; ".join(f"{p.placeholder}: {p.message}" for p in problems)
