@@ -129,6 +129,7 @@ class ToolEntry:
     """
 
     __slots__ = (
+        "_decides_listing",
         "_definition",
         "_draft",
         "description",
@@ -163,6 +164,13 @@ class ToolEntry:
         self.to_canonical = {v: k for k, v in to_client.items()} if to_client else None
         self.params = params
         self.timeout = timeout if timeout is not None else tool.capabilities.timeout
+        # Whether the tool decides per session if it is listed (a class tool that
+        # overrides Tool.should_list): found now, while the tool is at hand, so the
+        # first listing of a large set does not visit every tool again.
+        instance = tool.tool
+        self._decides_listing = (
+            instance is not None and type(instance).should_list is not Tool.should_list
+        )
         self._definition: ToolDefinition | None = None
         # All of the definition but its schema, which is added now if the tool has its
         # listed schema already (see ErasedTool.listed_schema), else on first listing.
@@ -326,6 +334,8 @@ class ToolSet:
         init = object.__setattr__
         init(self, "entries", tuple(entries))
         self._by_name: dict[str, ToolEntry] = {e.name: e for e in self.entries}
+        self._deciders = tuple(e for e in self.entries if e._decides_listing)
+        """The entries whose tool decides per session whether it is listed."""
         init(self, "session_setup", session_setup)
         init(self, "reminders", tuple(reminders))
         init(self, "config", config if config is not None else ToolSetConfig())
@@ -336,7 +346,6 @@ class ToolSet:
         self._view: SetView | None = None
         self._rendered: dict[str, list[dict[str, Any]]] = {}
         self._encoded: dict[str, bytes] = {}
-        self._deciders: tuple[ToolEntry, ...] | None = None
         init(self, "versions", MappingProxyType(dict(versions or {})))
 
     entries: tuple[ToolEntry, ...]
@@ -497,16 +506,8 @@ class ToolSet:
 
     def _list_deciders(self) -> tuple[ToolEntry, ...]:
         """The entries whose tool decides per session whether it is listed (a class
-        tool that overrides :meth:`~toolweave.Tool.should_list`); found once per set."""
-        found = self._deciders
-        if found is None:
-            found = self._deciders = tuple(
-                entry
-                for entry in self.entries
-                if entry.tool.tool is not None
-                and type(entry.tool.tool).should_list is not Tool.should_list
-            )
-        return found
+        tool that overrides :meth:`~toolweave.Tool.should_list`)."""
+        return self._deciders
 
     def definitions(self, format: str = "neutral") -> list[dict[str, Any]]:
         """Definitions of every tool in ``format`` (``neutral``, ``openai``, ``anthropic``,

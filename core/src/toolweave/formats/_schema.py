@@ -51,6 +51,10 @@ def untitled(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     by several tools (their ``properties``, a model's definition) is stripped once and
     its copy shared the same way.
     """
+    if type(schema) is Titled:  # most tools: their shared top level, stripped already
+        hit = _untitled.get((id(schema.base), False))
+        if hit is not None and hit[0] is schema.base:
+            return hit[1]  # type: ignore[no-any-return]
     return _strip(freeze(schema), False)  # type: ignore[no-any-return]
 
 
