@@ -10,11 +10,13 @@ import anyio.lowlevel
 import pytest
 from pydantic import BaseModel
 from toolweave import (
+    CallHook,
     CallInfo,
     CallResult,
     Capabilities,
     Context,
     ErrorKind,
+    HookCall,
     Kind,
     MemoryStateStore,
     Progress,
@@ -282,3 +284,75 @@ async def test_cancelling_the_outer_call_stops_the_inner_one() -> None:
             result: CallResult = await session.call("meta", {"tool": "forever"}, "outer")
     assert result.error is not None
     assert result.error.kind == ErrorKind.CANCELLED
+
+
+class Twice(Tool[Nothing, str]):
+    """Runs ``meta`` (which runs ``inc``), then ``inc`` itself."""
+
+    id = "twice"
+    kind = Kind.READ
+
+    async def run(self, ctx: Context, args: Nothing) -> str:
+        """Two inner calls, the first of them nesting another."""
+        first = await ctx.call("meta", {"tool": "inc"})
+        second = await ctx.call("inc", {})
+        return f"{first.call_id} {second.call_id}"
+
+
+async def test_inner_calls_get_the_outer_id_with_their_number() -> None:
+    """Inner calls are ``<outer id>/1``, ``/2``, ... in order, nested ids nest; hooks
+    see them; a call from the host without an id makes inner calls without one."""
+    builder = ToolSetBuilder()
+    builder.add_all([Inc, Meta, Twice])
+    seen: list[tuple[str, str | None]] = []
+
+    class Ids(CallHook):
+        def before(self, call: HookCall) -> None:
+            seen.append((call.entry.name, call.call_id))
+
+    session = builder.build().session(state_store=MemoryStateStore(), hooks=[Ids()])
+    result = await session.call("twice", {}, "call_7")
+    assert result.ok, result.text
+    assert result.call_id == "call_7"
+    assert result.output == "call_7/1 call_7/2"
+    assert seen == [
+        ("twice", "call_7"),
+        ("meta", "call_7/1"),
+        ("inc", "call_7/1/1"),
+        ("inc", "call_7/2"),
+    ]
+    seen.clear()
+    anonymous = await session.call("twice", {})
+    assert anonymous.output == "None None"
+    assert [call_id for _, call_id in seen] == [None] * 4
+
+
+async def test_cancelling_an_inner_call_by_its_id_stops_only_it() -> None:
+    """``Session.cancel("<outer>/1")`` cancels that inner call; the outer tool gets its
+    cancelled result and finishes."""
+    started = anyio.Event()
+
+    class Forever(Tool[Nothing, str]):
+        id = "forever"
+        kind = Kind.READ
+
+        async def run(self, ctx: Context, args: Nothing) -> str:
+            started.set()
+            await anyio.sleep(30)
+            raise ToolError(ErrorKind.CUSTOM, "unreachable")
+
+    builder = ToolSetBuilder()
+    builder.add_all([Meta, Forever])
+    session = builder.build().session(state_store=MemoryStateStore())
+    async with anyio.create_task_group() as tg:
+
+        async def cancel_soon() -> None:
+            await started.wait()
+            assert session.cancel("outer/1")
+
+        tg.start_soon(cancel_soon)
+        with anyio.fail_after(5):
+            result = await session.call("meta", {"tool": "forever"}, "outer")
+    assert result.ok
+    assert result.text.startswith("inner said ")
+    assert "ok=False" in result.text

@@ -36,16 +36,18 @@ class CallRecord:
     Attributes:
         root: The record of the outermost call (itself for an outer call).
         depth: 0 for a call from the host, 1 for a call made by that call's tool, ...
+        calls: How many calls the call's tool made through its context so far.
         effective: The tool that produced this call's result, when it delegated.
         slots: (root only) The state slots touched by the call and its inner calls.
         held: (root only) Keys of the state locks held for the call.
     """
 
-    __slots__ = ("depth", "effective", "held", "root", "slots")
+    __slots__ = ("calls", "depth", "effective", "held", "root", "slots")
 
     def __init__(self, parent: CallRecord | None = None) -> None:
         self.root: CallRecord = self if parent is None else parent.root
         self.depth: int = 0 if parent is None else parent.depth + 1
+        self.calls = 0
         self.effective: str | None = None
         self.slots: dict[type[BaseModel], StateSlot] | None = None
         self.held: set[str] | None = None
@@ -248,7 +250,11 @@ class Context:
         """Run another tool of the session (internal dispatch, for meta-tools).
 
         The inner call goes through guards and argument validation like any call, but
-        skips reminders and state persistence: the outer call does both, once. When
+        skips reminders and state persistence: the outer call does both, once. Its id
+        is the outer call's with ``/1``, ``/2``, ... appended, in the order the tool
+        makes its calls (``call_7/1``; none when the outer call has none): hooks and
+        the audit see it, and :meth:`Session.cancel <toolweave.Session.cancel>` with it
+        stops that inner call alone. When
         the tool returns the inner :class:`~toolweave.CallResult` itself, the outer
         result carries its output, text and error; in any case the outer result's
         ``effective_tool`` names the last tool that ran successfully inside.

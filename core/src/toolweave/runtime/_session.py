@@ -682,8 +682,12 @@ class Session:
     async def call_from(self, ctx: Context, name: str, arguments: Any = None) -> CallResult:
         """A call made by a running tool (what :meth:`Context.call <toolweave.Context.call>`
         does): the same pipeline, hooks and deadline as any call; no reminders, and its
-        state is saved with the outermost call's."""
-        return await run_call(self, name, arguments, _parent=ctx._call_record())
+        state is saved with the outermost call's. Its id is the outer call's with
+        ``/<n>`` appended (the tool's ``n``-th inner call)."""
+        record = ctx._call_record()
+        record.calls += 1
+        call_id = None if ctx.call_id is None else f"{ctx.call_id}/{record.calls}"
+        return await run_call(self, name, arguments, call_id, _parent=record)
 
     def _timeout_for(self, entry: ToolEntry) -> float:
         timeout = entry.timeout
