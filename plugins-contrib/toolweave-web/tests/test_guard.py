@@ -57,6 +57,11 @@ class FlipResolver(Resolver):
         ("::ffff:10.0.0.1", "private"),
         ("64:ff9b::a9fe:a9fe", "link_local"),
         ("2002:a00:1::", "private"),
+        ("::7f00:1", "loopback"),  # IPv4-compatible
+        ("::ffff:0:a00:1", "private"),  # IPv4-translated
+        ("64:ff9b:1::a00:1", "private"),  # local-use NAT64
+        ("0.1.2.3", "reserved"),  # 0.0.0.0/8 reaches this machine
+        ("ff02::1", "reserved"),
         ("93.184.216.34", "public"),
         ("2606:4700::1111", "public"),
     ],
@@ -203,3 +208,48 @@ async def test_odd_spellings_of_local_addresses_are_refused(workspace: Path, hos
     assert result.error is not None
     assert result.error.kind is ErrorKind.PERMISSION_DENIED, result.text
     assert "a loopback address" in result.text or "a reserved address" in result.text
+
+
+class NoLookups(Resolver):
+    """A resolver that records every name it is asked for (and knows none)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        self.asked.append(host)
+        raise OSError(f"{host} is not known")
+
+
+@pytest.mark.parametrize(
+    ("host", "address"),
+    [
+        ("2130706433", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("10.1", "10.0.0.1"),
+        ("[::7f00:1]", "::7f00:1"),
+    ],
+)
+async def test_numeric_hosts_are_read_as_addresses_without_a_look_up(
+    workspace: Path, host: str, address: str
+) -> None:
+    """A host spelled as a number is the address a resolver would read it as (any IPv4
+    spelling inet_aton accepts, IPv4 inside IPv6), judged without asking the resolver."""
+    resolver = NoLookups()
+    result = await session_for(workspace, resolver).call("web_fetch", {"url": f"http://{host}:9/"})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.PERMISSION_DENIED, result.text
+    assert f"{address} is a " in result.text
+    assert resolver.asked == []
+
+
+async def test_a_numeric_host_that_is_no_address_is_invalid(workspace: Path) -> None:
+    """``256.1.1.1`` is neither a name nor an address: invalid params, nothing resolved."""
+    resolver = NoLookups()
+    result = await session_for(workspace, resolver).call(
+        "web_fetch", {"url": "http://256.1.1.1:9/"}
+    )
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.INVALID_PARAMS, result.text
+    assert resolver.asked == []

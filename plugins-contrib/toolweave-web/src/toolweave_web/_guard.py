@@ -17,6 +17,7 @@ from typing import Literal
 
 import anyio
 from toolweave import ErrorKind, ToolError, preview
+from toolweave.netguard import address_class, literal_address
 
 __all__ = [
     "AddressCategory",
@@ -31,48 +32,13 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 AddressCategory = Literal["public", "loopback", "private", "link_local", "reserved"]
 """What kind of network an address belongs to."""
 
-_PRIVATE = tuple(
-    ipaddress.ip_network(net)
-    for net in (
-        "10.0.0.0/8",
-        "172.16.0.0/12",
-        "192.168.0.0/16",
-        "100.64.0.0/10",  # carrier-grade NAT (shared address space)
-        "fc00::/7",  # unique local
-        "fec0::/10",  # site-local (deprecated, still routed by some)
-    )
-)
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-
-
-def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address carries (mapped, 6to4, NAT64), if any."""
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    if ip.sixtofour is not None:
-        return ip.sixtofour
-    if ip in _NAT64:
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return None
-
 
 def category_of(ip: IPAddress) -> AddressCategory:
-    """The network ``ip`` belongs to; an IPv6 address carrying an IPv4 one is judged by it."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = _embedded_v4(ip)
-        if inner is not None:
-            return category_of(inner)
-    if ip.is_unspecified or ip.is_multicast:
-        return "reserved"
-    if ip.is_loopback:
-        return "loopback"
-    if ip.is_link_local:
-        return "link_local"
-    if any(ip.version == net.version and ip in net for net in _PRIVATE):
-        return "private"
-    if not ip.is_global:
-        return "reserved"
-    return "public"
+    """The network ``ip`` belongs to, as toolweave's own guard judges it
+    (:func:`toolweave.netguard.address_class`; an IPv6 address carrying an IPv4 one is
+    judged by it); unspecified and multicast addresses count as ``reserved``."""
+    kind = address_class(ip)
+    return "reserved" if kind in ("unspecified", "multicast") else kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,13 +131,6 @@ class HostsResolver(Resolver):
         return await self.fallback.resolve(host, port)
 
 
-def _literal(host: str) -> IPAddress | None:
-    try:
-        return ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return None
-
-
 async def checked_addresses(
     host: str, port: int, policy: AddressPolicy, resolver: Resolver
 ) -> list[str]:
@@ -182,9 +141,11 @@ async def checked_addresses(
 
     Raises:
         ToolError: ``permission_denied`` naming the refused address and the param that
-            allows it; ``not_found`` when the name does not resolve.
+            allows it; ``not_found`` when the name does not resolve;
+            ``invalid_params`` for a numeric host that is no address (``256.1.1.1``) or
+            an IPv6 zone id.
     """
-    literal = _literal(host)
+    literal = literal_address(host)  # every spelling a resolver reads: 127.1, 0x7f.1, ...
     if literal is not None:
         addresses = [str(literal)]
     else:
