@@ -250,14 +250,15 @@ class Context:
         """Run another tool of the session (internal dispatch, for meta-tools).
 
         The inner call goes through guards and argument validation like any call, but
-        skips reminders and state persistence: the outer call does both, once. Its id
-        is the outer call's with ``/1``, ``/2``, ... appended, in the order the tool
-        makes its calls (``call_7/1``; none when the outer call has none): hooks and
-        the audit see it, and :meth:`Session.cancel <toolweave.Session.cancel>` with it
-        stops that inner call alone. When
+        skips reminders and state persistence: the outer call does both, once. When
         the tool returns the inner :class:`~toolweave.CallResult` itself, the outer
         result carries its output, text and error; in any case the outer result's
         ``effective_tool`` names the last tool that ran successfully inside.
+
+        The inner call's id is the outer call's with ``/1``, ``/2``, ... appended, in
+        the order the tool makes its calls (``call_7/1``; none when the outer call has
+        none): hooks and the audit see it, and :meth:`Session.cancel
+        <toolweave.Session.cancel>` with it stops that inner call alone.
 
         Args:
             name: The client-visible name of the tool.
