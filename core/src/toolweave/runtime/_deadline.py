@@ -26,6 +26,7 @@ asyncio only; on other event loops the dispatcher runs the whole call in a cance
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import sys
 import types
 from collections.abc import Callable, Coroutine, Generator
@@ -89,6 +90,42 @@ class Stopped(Exception):
     """Raised by :func:`drive` when the call was stopped (deadline or cancel)."""
 
 
+_NO_CONTEXT = contextvars.Context()
+"""The context the stop timers run in: they read no context variable, and a shared
+empty one spares each call a copy of its task's context."""
+
+
+class _Stop:
+    """Stops one driven call: the call's deadline timer calls it, and so does
+    :meth:`Running.cancel`. One object, so that a waiting call holds no closure (a call
+    suspended by the thousand keeps the collector's work small)."""
+
+    __slots__ = ("delivered", "handle", "loop", "stopping", "task", "waiting")
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None, timeout: float
+    ) -> None:
+        self.loop = loop
+        self.task = task
+        self.waiting: Any = None
+        """The future the coroutine waits on, if it waits on one."""
+        self.stopping = False
+        """A stop was requested."""
+        self.delivered = False
+        """The CancelledError reached the coroutine since."""
+        self.handle: asyncio.TimerHandle = loop.call_at(
+            loop.time() + timeout, self, context=_NO_CONTEXT
+        )
+
+    def __call__(self) -> None:
+        self.handle.cancel()
+        self.stopping, self.delivered = True, False
+        waiting = self.waiting
+        if waiting is not None and not waiting.done() and not _shielded(self.task):
+            waiting.cancel()  # wakes the task; the CancelledError reaches the coroutine
+        self.handle = self.loop.call_later(REPEAT, self, context=_NO_CONTEXT)
+
+
 @types.coroutine
 def drive(
     coro: Coroutine[Any, Any, Any], pending: Any, running: Running, timeout: float
@@ -102,31 +139,18 @@ def drive(
     Raises:
         Stopped: The call was stopped and unwound (``running.cancelled`` says why).
     """
-    loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     base = task.cancelling() if task is not None else 0
-    waiting: Any = None  # the future the coroutine waits on, if it waits on one
-    stopping = False  # a stop was requested
-    delivered = False  # the CancelledError reached the coroutine since
-    handle: asyncio.TimerHandle
-
-    def stop() -> None:
-        nonlocal handle, stopping, delivered
-        handle.cancel()
-        stopping, delivered = True, False
-        if waiting is not None and not waiting.done() and not _shielded(task):
-            waiting.cancel()  # wakes the task; the CancelledError reaches the coroutine
-        handle = loop.call_later(REPEAT, stop)
-
-    handle = loop.call_at(loop.time() + timeout, stop)
-    running.stop = stop
+    stop = running.stop = _Stop(asyncio.get_running_loop(), task, timeout)
     step: Callable[[Any], Any]
     try:
         while True:
-            waiting = pending if getattr(pending, "_asyncio_future_blocking", None) else None
+            waiting = stop.waiting = (
+                pending if getattr(pending, "_asyncio_future_blocking", None) else None
+            )
             if (
-                stopping
-                and not delivered
+                stop.stopping
+                and not stop.delivered
                 and waiting is not None
                 and not waiting.done()
                 and not _shielded(task)
@@ -138,25 +162,25 @@ def drive(
                 coro.close()
                 raise
             except BaseException as exc:
-                if stopping and isinstance(exc, asyncio.CancelledError):
-                    delivered = True
+                if stop.stopping and isinstance(exc, asyncio.CancelledError):
+                    stop.delivered = True
                 step, value = coro.throw, exc
             else:
-                if stopping and not delivered and not _shielded(task):
-                    delivered = True
+                if stop.stopping and not stop.delivered and not _shielded(task):
+                    stop.delivered = True
                     step, value = coro.throw, asyncio.CancelledError()
                 else:
                     step, value = coro.send, sent
             try:
                 pending = step(value)
             except StopIteration as done:
-                if delivered:  # it swallowed the cancellation
+                if stop.delivered:  # it swallowed the cancellation
                     raise Stopped from None
                 return done.value
             except asyncio.CancelledError:
-                if stopping and (task is None or task.cancelling() <= base):
+                if stop.stopping and (task is None or task.cancelling() <= base):
                     raise Stopped from None
                 raise
     finally:
         running.stop = None
-        handle.cancel()
+        stop.handle.cancel()
