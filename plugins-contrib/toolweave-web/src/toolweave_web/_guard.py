@@ -17,7 +17,7 @@ from typing import Literal
 
 import anyio
 from toolweave import ErrorKind, ToolError, preview
-from toolweave.netguard import address_class, literal_address
+from toolweave.netguard import AddressClass, address_class, literal_address
 
 __all__ = [
     "AddressCategory",
@@ -33,12 +33,22 @@ AddressCategory = Literal["public", "loopback", "private", "link_local", "reserv
 """What kind of network an address belongs to."""
 
 
+_CATEGORY: dict[AddressClass, AddressCategory] = {
+    "public": "public",
+    "loopback": "loopback",
+    "private": "private",
+    "link_local": "link_local",
+    "reserved": "reserved",
+    "unspecified": "reserved",
+    "multicast": "reserved",
+}
+
+
 def category_of(ip: IPAddress) -> AddressCategory:
     """The network ``ip`` belongs to, as toolweave's own guard judges it
     (:func:`toolweave.netguard.address_class`; an IPv6 address carrying an IPv4 one is
     judged by it); unspecified and multicast addresses count as ``reserved``."""
-    kind = address_class(ip)
-    return "reserved" if kind in ("unspecified", "multicast") else kind
+    return _CATEGORY[address_class(ip)]
 
 
 @dataclass(frozen=True, slots=True)
