@@ -247,7 +247,15 @@ def kill_mid_write(writer: Writer, workspace: Path, kills: int, *, seed: int) ->
         os.kill(pid, signal.SIGKILL)
         _wait_gone(pid)  # a write the child was inside of may still land until it is gone
         acks = _acks(writer.send("sync"))  # every line the child printed, in order
-        assert acks == list(range(count + 1, count + 1 + len(acks))), "an update was lost"
+        if acks:
+            # What this child read before its first update: at least what the last
+            # check found (less would be a lost update); one more when the killed
+            # child's last write, never acknowledged, was seen by the next writer but
+            # not by that check (seen once in CI: the check read n, the next child n+1).
+            read = acks[0] - 1
+            assert read >= count, f"an update was lost: stored {count}, then read {read}"
+            assert read <= count + 1, f"stored {count}, then read {read}"
+            assert acks == list(range(read + 1, read + 1 + len(acks))), "an update was lost"
         last = acks[-1] if acks else count
         now = stored_count(workspace)
         assert now in (last, last + 1), f"acknowledged {last}, stored {now}"
