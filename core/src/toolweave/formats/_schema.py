@@ -52,6 +52,7 @@ def untitled(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     its copy shared the same way.
     """
     if type(schema) is Titled:  # most tools: their shared top level, stripped already
+        # _strip's own look-up, inlined: a first listing does this once per tool.
         hit = _untitled.get((id(schema.base), False))
         if hit is not None and hit[0] is schema.base:
             return hit[1]  # type: ignore[no-any-return]
