@@ -18,11 +18,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
-from toolweave import ErrorKind, ToolError
+from toolweave import ErrorKind, ToolError, UsageError
 from toolweave._netguard import (
     AddressPolicy,
+    IPAddress,
     address_class,
     guarded_request,
+    guarded_stream,
     literal_address,
     resolve_checked,
 )
@@ -92,6 +94,14 @@ def _handler(state: Server) -> type[BaseHTTPRequestHandler]:
             elif parts.path == "/slow":
                 state.stop.wait(10)
                 self.answer(200, b"late")
+            elif parts.path == "/stall":  # the headers and half the body, then nothing
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; charset=latin-1")
+                self.send_header("Content-Length", "10")
+                self.end_headers()
+                self.wfile.write(b"half!")
+                self.wfile.flush()
+                state.stop.wait(10)
             else:
                 self.answer(404, b"no such page")
 
@@ -519,3 +529,85 @@ async def test_headers_that_cannot_be_sent_are_refused(
     error = await refused(server.url("/echo"), LOOPBACK, headers=headers)
     assert error.kind is ErrorKind.INVALID_PARAMS
     assert server.seen == []
+
+
+async def test_a_stream_shows_the_last_hop_before_its_body(server: Server) -> None:
+    """``guarded_stream`` hands over the status, headers and redirects of the last hop;
+    the caller reads as much of the body as it wants, and knows when it was cut."""
+    url = server.url("/redirect?to=/big%3Fn%3D5000")
+    async with guarded_stream("GET", url, policy=LOOPBACK, timeout=5) as page:
+        assert page.status == 200
+        assert page.redirects == (url,)
+        assert page.url == server.url("/big?n=5000")
+        assert page.headers["content-length"] == "5000"
+        body, cut = await page.read_at_most(100)
+    assert (body, cut) == (b"x" * 100, True)
+    async with guarded_stream("GET", server.url("/big?n=50"), policy=LOOPBACK, timeout=5) as page:
+        assert await page.read_at_most(100) == (b"x" * 50, False)
+
+
+async def test_a_check_of_its_own_replaces_the_policy(server: Server) -> None:
+    """A pack's own check decides every hop (here: only ``app.test``, pinned to
+    127.0.0.1); its refusal stops the request before anything is sent."""
+    asked: list[tuple[str, int]] = []
+
+    async def only_app(host: str, port: int) -> list[IPAddress | str]:
+        asked.append((host, port))
+        if host != "app.test":
+            raise ToolError(ErrorKind.PERMISSION_DENIED, f"{host} is not app.test")
+        return ["127.0.0.1"]
+
+    url = server.url("/echo", host="app.test")
+    async with guarded_stream("GET", url, check=only_app, timeout=5) as page:
+        seen = json.loads(await page.read(10_000))
+    assert seen["host"] == f"app.test:{server.port}"
+    assert asked == [("app.test", server.port)]
+    with pytest.raises(ToolError) as caught:
+        async with guarded_stream("GET", server.url("/echo"), check=only_app, timeout=5):
+            pass
+    assert caught.value.kind is ErrorKind.PERMISSION_DENIED
+    assert len(server.seen) == 1
+
+
+@pytest.mark.parametrize("given", ["neither", "both"])
+async def test_a_stream_needs_a_policy_or_a_check(given: str) -> None:
+    """Exactly one of ``policy`` and ``check`` says what may be reached."""
+
+    async def anything(host: str, port: int) -> list[IPAddress | str]:
+        return ["127.0.0.1"]
+
+    extra: dict[str, Any] = {"policy": LOOPBACK, "check": anything} if given == "both" else {}
+    with pytest.raises(UsageError):
+        async with guarded_stream("GET", "http://app.test/", timeout=5, **extra):
+            pass
+
+
+async def test_reading_a_stalled_body_times_out(server: Server) -> None:
+    """The deadline covers the reads in the ``async with`` block too: a body that stops
+    half way fails as timeout, with the headers already seen."""
+    seen: list[tuple[str, str | None]] = []
+
+    async def read_stalled() -> None:
+        async with guarded_stream(
+            "GET", server.url("/stall"), policy=LOOPBACK, timeout=0.5
+        ) as page:
+            seen.append((page.media_type, page.charset))
+            await page.read(100)
+
+    with pytest.raises(ToolError) as caught:
+        await read_stalled()
+    assert caught.value.kind is ErrorKind.TIMEOUT
+    assert seen == [("text/plain", "latin-1")]
+
+
+async def test_a_certificate_that_does_not_verify_is_named(
+    tls_server: tuple[Server, Path],
+) -> None:
+    """A certificate failure says so, with what the TLS library found wrong (the name
+    as the URL spells it), not only that the connection failed."""
+    server, cert = tls_server
+    async with httpx2.AsyncClient(verify=ssl.create_default_context(cafile=cert)) as client:
+        error = await refused(server.url("/echo", scheme="https"), LOOPBACK, client=client)
+    assert error.kind is ErrorKind.UNAVAILABLE
+    assert "certificate did not verify" in error.message
+    assert "127.0.0.1" in error.message

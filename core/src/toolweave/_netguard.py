@@ -16,15 +16,19 @@ Layering: this module sits at the bottom of core (it imports only
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import ipaddress
 import socket
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from toolweave.errors import ErrorKind, ToolError, preview
+from toolweave.errors import ErrorKind, ToolError, UsageError, preview
 
 if TYPE_CHECKING:
     import httpx2
@@ -32,11 +36,14 @@ if TYPE_CHECKING:
 __all__ = [
     "AddressClass",
     "AddressPolicy",
+    "Check",
     "GuardedResponse",
+    "GuardedStream",
     "IPAddress",
     "Resolver",
     "address_class",
     "guarded_request",
+    "guarded_stream",
     "header_problem",
     "literal_address",
     "resolve_checked",
@@ -338,6 +345,19 @@ def header_problem(name: object, value: object) -> str | None:
     return None
 
 
+def _content_type(headers: Mapping[str, str]) -> tuple[str, str | None]:
+    """``("text/html", "utf-8")`` from ``Text/HTML; charset="UTF-8"``: the media type
+    (``""`` when none is sent) and the charset, if one is named."""
+    value = headers.get("content-type", "")
+    media, *params = value.split(";")
+    charset = None
+    for param in params:
+        key, _, given = param.partition("=")
+        if key.strip().lower() == "charset" and given.strip().strip('"'):
+            charset = given.strip().strip('"')
+    return media.strip().lower(), charset
+
+
 @dataclass(frozen=True, slots=True)
 class GuardedResponse:
     """What a guarded request got back, its body read in full.
@@ -358,20 +378,84 @@ class GuardedResponse:
     @property
     def media_type(self) -> str:
         """``application/json`` from ``Application/JSON; charset=utf-8`` (``""``: none)."""
-        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        return _content_type(self.headers)[0]
 
     def text(self) -> str:
         """The body as text, in the charset the response names (UTF-8 otherwise);
         undecodable bytes are replaced."""
-        charset = "utf-8"
-        for param in self.headers.get("content-type", "").split(";")[1:]:
-            key, _, value = param.partition("=")
-            if key.strip().lower() == "charset" and value.strip():
-                charset = value.strip().strip('"')
+        charset = _content_type(self.headers)[1] or "utf-8"
         try:
             return self.content.decode(charset, errors="replace")
         except LookupError:
             return self.content.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True, slots=True)
+class GuardedStream:
+    """The last hop of a guarded request, its body not read yet (see
+    :func:`guarded_stream`): the caller looks at the status and the headers first, then
+    reads as much of the body as it wants.
+
+    Attributes:
+        status: The HTTP status.
+        headers: The headers (case-insensitive look-up).
+        url: The URL after redirects, with the host name (not the address) and without
+            credentials.
+        redirects: Every URL redirected from, in order (without credentials).
+    """
+
+    status: int
+    headers: Mapping[str, str]
+    url: str
+    redirects: tuple[str, ...]
+    _response: Any = field(repr=False)
+    _host: str = field(repr=False)
+
+    @property
+    def media_type(self) -> str:
+        """``text/html`` from ``Text/HTML; charset=utf-8`` (``""`` when none is sent)."""
+        return _content_type(self.headers)[0]
+
+    @property
+    def charset(self) -> str | None:
+        """The charset ``Content-Type`` names, if any."""
+        return _content_type(self.headers)[1]
+
+    async def read(self, max_bytes: int) -> bytes:
+        """The whole body (decompressed), or ``execution_error`` as soon as it passes
+        ``max_bytes``; a declared ``Content-Length`` over it fails before reading."""
+        too_large = ToolError(
+            ErrorKind.EXECUTION_ERROR,
+            f"the response from {preview(self._host)!r} is larger than {max_bytes} bytes",
+            data={"host": self._host, "max_bytes": max_bytes},
+        )
+        declared = self.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise too_large
+        body, cut = await self.read_at_most(max_bytes)
+        if cut:
+            raise too_large
+        return body
+
+    async def read_at_most(self, limit: int) -> tuple[bytes, bool]:
+        """At most ``limit`` bytes of the body (decompressed), and whether there was
+        more; the rest is never read."""
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in self._response.aiter_bytes():
+            room = limit - size
+            if len(chunk) > room:
+                chunks.append(chunk[:room])
+                return b"".join(chunks), True
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), False
+
+
+Check = Callable[[str, int], Awaitable[Sequence[IPAddress | str]]]
+"""``async (host, port) -> addresses``: the addresses of ``host`` once every one of them
+passed a check, or a :class:`ToolError` (how a pack whose params describe what may be
+reached in its own terms plugs into :func:`guarded_stream`)."""
 
 
 def _httpx() -> Any:
@@ -412,8 +496,7 @@ async def _send_pinned(
     url: httpx2.URL,
     payload: Any,
     headers: dict[str, str],
-    policy: AddressPolicy,
-    resolver: Resolver | None,
+    check: Check,
     seconds: float,
 ) -> httpx2.Response:
     """Send one hop to a checked address of ``url``'s host; the next address is tried
@@ -421,7 +504,7 @@ async def _send_pinned(
     httpx = _httpx()
     host = url.raw_host.decode("ascii")  # IDNA-encoded: what DNS, Host and SNI use
     port = url.port or _DEFAULT_PORTS[url.scheme]
-    addresses = await resolve_checked(host, port, policy, resolver=resolver)
+    addresses = await check(host, port)
     literal = literal_address(host)
     name = str(literal) if literal is not None else host
     shown = f"[{name}]" if ":" in name else name
@@ -445,135 +528,129 @@ async def _send_pinned(
             failure = exc
             continue
         return response
-    assert failure is not None
+    if failure is None:
+        raise ToolError(ErrorKind.UNAVAILABLE, f"the host {preview(host)!r} has no address")
     raise failure
-
-
-async def _read(response: httpx2.Response, max_bytes: int, host: str) -> bytes:
-    """The whole body, or ``execution_error`` as soon as it passes ``max_bytes``."""
-    too_large = ToolError(
-        ErrorKind.EXECUTION_ERROR,
-        f"the response from {preview(host)!r} is larger than {max_bytes} bytes",
-        data={"host": host, "max_bytes": max_bytes},
-    )
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > max_bytes:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _origin(url: httpx2.URL) -> tuple[str, bytes, int]:
     return url.scheme, url.raw_host, url.port or _DEFAULT_PORTS[url.scheme]
 
 
-async def _exchange(
+def _public_url(url: httpx2.URL) -> str:
+    return str(url.copy_with(userinfo=b""))
+
+
+async def _follow(
     client: httpx2.AsyncClient,
     method: str,
     url: str,
     payload: Any,
     headers: dict[str, str],
-    policy: AddressPolicy,
-    limits: tuple[float, int, int],
-    resolver: Resolver | None,
-) -> GuardedResponse:
+    check: Check,
+    limits: tuple[float, int],
+) -> GuardedStream:
+    """Every hop of the exchange, each one checked and pinned; the last one's response,
+    its body unread (the caller closes it)."""
     httpx = _httpx()
-    timeout, max_bytes, max_redirects = limits
+    timeout, max_redirects = limits
     current = _target(httpx, url, hop=False)
-    for hop in range(max_redirects + 1):
+    redirects: list[str] = []
+    while True:
         host = current.raw_host.decode("ascii")
-        response = await _send_pinned(
-            client, method, current, payload, headers, policy, resolver, timeout
-        )
-        try:
-            location = response.headers.get("location")
-            if response.status_code in _REDIRECTS and location:
-                if hop == max_redirects:
-                    raise ToolError(
-                        ErrorKind.EXECUTION_ERROR,
-                        f"{preview(host)!r} redirected more than {max_redirects} times",
-                        data={"host": host, "max_redirects": max_redirects},
-                    )
-                try:
-                    joined = current.join(location)
-                except (httpx.InvalidURL, ValueError) as exc:
-                    raise ToolError(
-                        ErrorKind.EXECUTION_ERROR,
-                        f"the server redirected to an invalid URL ({exc})",
-                    ) from None
-                following = _target(httpx, joined, hop=True)
-                if response.status_code in (301, 302, 303) and method != "HEAD":
-                    method, payload = "GET", None
-                if _origin(following) != _origin(current):
-                    headers = {k: v for k, v in headers.items() if k.lower() in _CROSS_ORIGIN_SAFE}
-                current = following
-                continue
-            content = await _read(response, max_bytes, host)
-            return GuardedResponse(
+        response = await _send_pinned(client, method, current, payload, headers, check, timeout)
+        location = response.headers.get("location")
+        if response.status_code not in _REDIRECTS or not location:
+            return GuardedStream(
                 status=response.status_code,
                 headers=response.headers,
-                content=content,
-                url=str(current.copy_with(userinfo=b"")),
+                url=_public_url(current),
+                redirects=tuple(redirects),
+                _response=response,
+                _host=host,
             )
-        finally:
-            await response.aclose()
-    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+        await response.aclose()
+        if len(redirects) == max_redirects:
+            raise ToolError(
+                ErrorKind.EXECUTION_ERROR,
+                f"{preview(host)!r} redirected more than {max_redirects} times",
+                data={"host": host, "max_redirects": max_redirects},
+            )
+        try:
+            joined = current.join(location)
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise ToolError(
+                ErrorKind.EXECUTION_ERROR, f"the server redirected to an invalid URL ({exc})"
+            ) from None
+        following = _target(httpx, joined, hop=True)
+        if response.status_code in (301, 302, 303) and method != "HEAD":
+            method, payload = "GET", None
+        if _origin(following) != _origin(current):
+            headers = {k: v for k, v in headers.items() if k.lower() in _CROSS_ORIGIN_SAFE}
+        redirects.append(_public_url(current))
+        current = following
 
 
-async def guarded_request(
+@asynccontextmanager
+async def guarded_stream(
     method: str,
     url: str,
     *,
     json: Any = None,
     headers: Mapping[str, str] | None = None,
-    policy: AddressPolicy,
+    policy: AddressPolicy | None = None,
+    check: Check | None = None,
     timeout: float,  # noqa: ASYNC109 (the budget of the whole exchange, under fail_after)
-    max_bytes: int,
     max_redirects: int = 3,
     client: httpx2.AsyncClient | None = None,
     resolver: Resolver | None = None,
-) -> GuardedResponse:
-    """Send one HTTP request that can reach only what ``policy`` allows.
+) -> AsyncIterator[GuardedStream]:
+    """Send one HTTP request that can reach only what ``policy`` (or ``check``) allows,
+    and hold its last response open while the caller reads the body.
 
     The host is resolved and every address checked; the request goes to a checked
     address (the name travels in ``Host`` and, over TLS, in SNI, where the certificate
-    is verified), so the name is never resolved a second time. Redirects are followed
+    is verified), so the name is never resolved a second time; when a connection to
+    one address cannot be opened, the next checked one is tried. Redirects are followed
     by hand, each hop checked the same way: 307 and 308 keep the method and body;
     301, 302 and 303 become a GET without a body. Leaving the origin drops every header
-    but ``Accept``, ``Accept-Language``, ``User-Agent`` and ``Content-Type``. The body
-    is streamed and abandoned past ``max_bytes``; everything, look-ups included, runs
-    within ``timeout`` seconds.
+    but ``Accept``, ``Accept-Language``, ``User-Agent`` and ``Content-Type``. Everything,
+    look-ups and the reads in the ``async with`` block included, runs within
+    ``timeout`` seconds; failures of the exchange become :class:`ToolError` there too.
+
+    Example:
+        ``async with guarded_stream("GET", url, policy=AddressPolicy(), timeout=10) as
+        page:`` then ``if page.media_type == "text/html": body, cut = await
+        page.read_at_most(1_000_000)``.
 
     Args:
         method: The HTTP method (``POST``).
         url: An ``http`` or ``https`` URL.
         json: Sent as the JSON body (``None``: no body).
         headers: Extra request headers (not ``Host``, ``Content-Length``, ...).
-        policy: Which addresses may be reached.
+        policy: Which addresses may be reached (checked by :func:`resolve_checked`).
+        check: Instead of ``policy``: the pack's own check (see :data:`Check`).
         timeout: Seconds for the whole exchange.
-        max_bytes: The most body bytes read (after decompression).
         max_redirects: Redirects followed before failing.
         client: A client to send with (its connection pool is keyed by address, so
-            share one only among requests to hosts you trust alike); by default a
-            fresh one that ignores proxy settings of the environment.
-        resolver: Replaces the system's resolver.
-
-    Returns:
-        The last hop's status, headers and body.
+            share one only among requests to hosts you trust alike; its own
+            ``verify`` and default headers apply); by default a fresh one that ignores
+            proxy settings of the environment.
+        resolver: Replaces the system's resolver (with ``policy``).
 
     Raises:
         ToolError: ``invalid_params`` (not an http(s) URL, a bad header),
             ``permission_denied`` (an address the policy refuses, at any hop),
             ``timeout``, ``unavailable`` (cannot resolve or connect),
-            ``execution_error`` (too many redirects, a body over ``max_bytes``, an
-            undecodable body).
+            ``execution_error`` (too many redirects, a body over what ``read`` allows,
+            an undecodable body).
+        UsageError: Neither ``policy`` nor ``check`` given, or both.
     """
+    if (policy is None) == (check is None):
+        raise UsageError("guarded_stream needs exactly one of policy and check")
+    if check is None:
+        assert policy is not None
+        check = functools.partial(resolve_checked, policy=policy, resolver=resolver)
     httpx = _httpx()
     shown = _host_of(url)
     extra = dict(headers or {})
@@ -581,14 +658,21 @@ async def guarded_request(
         problem = header_problem(name, value)
         if problem is not None:
             raise ToolError(ErrorKind.INVALID_PARAMS, problem)
-    limits = (timeout, max_bytes, max(0, max_redirects))
-    verb = method.upper()
+    limits = (timeout, max(0, max_redirects))
     try:
         with anyio.fail_after(timeout):
-            if client is not None:
-                return await _exchange(client, verb, url, json, extra, policy, limits, resolver)
-            async with httpx.AsyncClient(follow_redirects=False, trust_env=False) as own:
-                return await _exchange(own, verb, url, json, extra, policy, limits, resolver)
+            async with contextlib.AsyncExitStack() as stack:
+                sender: httpx2.AsyncClient
+                if client is not None:
+                    sender = client
+                else:
+                    own = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+                    sender = await stack.enter_async_context(own)
+                page = await _follow(sender, method.upper(), url, json, extra, check, limits)
+                try:
+                    yield page
+                finally:
+                    await page._response.aclose()
     except (TimeoutError, httpx.TimeoutException):
         raise ToolError(
             ErrorKind.TIMEOUT,
@@ -611,9 +695,66 @@ async def guarded_request(
         ) from None
 
 
+async def guarded_request(
+    method: str,
+    url: str,
+    *,
+    json: Any = None,
+    headers: Mapping[str, str] | None = None,
+    policy: AddressPolicy,
+    timeout: float,  # noqa: ASYNC109 (the budget of the whole exchange, under fail_after)
+    max_bytes: int,
+    max_redirects: int = 3,
+    client: httpx2.AsyncClient | None = None,
+    resolver: Resolver | None = None,
+) -> GuardedResponse:
+    """Send one HTTP request that can reach only what ``policy`` allows, and read its
+    whole body: :func:`guarded_stream`, then :meth:`GuardedStream.read` (the body is
+    streamed and abandoned past ``max_bytes``).
+
+    Args:
+        method: The HTTP method (``POST``).
+        url: An ``http`` or ``https`` URL.
+        json: Sent as the JSON body (``None``: no body).
+        headers: Extra request headers (not ``Host``, ``Content-Length``, ...).
+        policy: Which addresses may be reached.
+        timeout: Seconds for the whole exchange.
+        max_bytes: The most body bytes read (after decompression).
+        max_redirects: Redirects followed before failing.
+        client: A client to send with (see :func:`guarded_stream`).
+        resolver: Replaces the system's resolver.
+
+    Returns:
+        The last hop's status, headers and body.
+
+    Raises:
+        ToolError: As :func:`guarded_stream`; ``execution_error`` for a body over
+            ``max_bytes``.
+    """
+    async with guarded_stream(
+        method,
+        url,
+        json=json,
+        headers=headers,
+        policy=policy,
+        timeout=timeout,
+        max_redirects=max_redirects,
+        client=client,
+        resolver=resolver,
+    ) as page:
+        content = await page.read(max_bytes)
+        return GuardedResponse(page.status, page.headers, content, page.url)
+
+
 def _failure(httpx: Any, exc: Exception) -> str:
-    """What went wrong, in words that name no address."""
+    """What went wrong, in words that name no address (a certificate's complaint names
+    the host as the URL spells it: the checked address is not the TLS name)."""
     if isinstance(exc, httpx.ConnectError):
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, ssl.SSLCertVerificationError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            return f"its certificate did not verify ({cause.verify_message})"
         return "the connection failed"
     if isinstance(exc, httpx.RemoteProtocolError):
         return "the server broke the HTTP protocol"

@@ -162,7 +162,7 @@ async def test_redirects_are_followed_and_capped(workspace: Path, server: Any) -
     loop = await fetch(workspace, {"url": server.url("/loop/0")}, max_redirects=3)
     assert loop.error is not None
     assert loop.error.kind is ErrorKind.EXECUTION_ERROR
-    assert "more than 3 redirects" in loop.text
+    assert "redirected more than 3 times" in loop.text
 
 
 @pytest.mark.parametrize(

@@ -1,25 +1,22 @@
-"""One guarded GET: redirects followed by hand, each hop's address checked and pinned,
-the body capped in size and time, binary types refused before their body is read."""
+"""One guarded GET on toolweave's outbound guard (:func:`toolweave.netguard.guarded_stream`:
+redirects followed by hand, each hop's address checked by this pack's policy and
+pinned), the body capped in size and time, binary types refused before their body is
+read."""
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-import anyio
 from toolweave import ErrorKind, ToolError, preview
+from toolweave.netguard import guarded_stream
 
 from toolweave_web._guard import AddressPolicy, Resolver, checked_addresses
 
-if TYPE_CHECKING:
-    import httpx2
+__all__ = ["FetchRules", "Fetched", "HttpLimits", "fetch"]
 
-__all__ = ["FetchRules", "Fetched", "HttpLimits", "fetch", "media_type"]
-
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _STATUS_KINDS = {
     401: ErrorKind.UNAUTHORIZED,
     403: ErrorKind.PERMISSION_DENIED,
@@ -92,11 +89,6 @@ class Fetched:
     redirects: list[str] = field(default_factory=list)
 
 
-def media_type(content_type: str | None) -> str:
-    """``text/html`` from ``text/HTML; charset=utf-8``."""
-    return (content_type or "").split(";", 1)[0].strip().lower()
-
-
 def _status_error(fetched: Fetched) -> ToolError:
     """The failure an HTTP error status means, with the start of its body."""
     status = fetched.status
@@ -110,41 +102,6 @@ def _status_error(fetched: Fetched) -> ToolError:
         f"{fetched.url} answered HTTP {status}{detail}",
         data={"url": fetched.url, "status": status},
     )
-
-
-async def _pinned(
-    url: httpx2.URL, policy: AddressPolicy, resolver: Resolver
-) -> tuple[httpx2.URL, dict[str, str], dict[str, str]]:
-    """The URL to send with its host replaced by a checked address, the ``Host``
-    header that keeps the name, and the TLS name to verify (for ``https``)."""
-    if url.scheme not in _DEFAULT_PORTS:
-        raise ToolError(
-            ErrorKind.INVALID_PARAMS,
-            f"only http and https URLs can be fetched, not {preview(str(url))!r}",
-        )
-    host = url.raw_host.decode("ascii")  # IDNA-encoded: what DNS, Host and SNI use
-    if not host:
-        raise ToolError(ErrorKind.INVALID_PARAMS, f"{preview(str(url))!r} names no host")
-    port = url.port or _DEFAULT_PORTS[url.scheme]
-    address = (await checked_addresses(host, port, policy, resolver))[0]
-    name = f"[{host}]" if ":" in host else host
-    header = name if url.port is None else f"{name}:{url.port}"
-    extensions = {"sni_hostname": host} if url.scheme == "https" else {}
-    return url.copy_with(host=address), {"Host": header}, extensions
-
-
-async def _read(response: httpx2.Response, limit: int) -> tuple[bytes, bool]:
-    """At most ``limit`` bytes of the body, and whether there was more."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        room = limit - size
-        if len(chunk) > room:
-            chunks.append(chunk[:room])
-            return b"".join(chunks), True
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks), False
 
 
 def _verify(ca_file: str | None) -> ssl.SSLContext | bool:
@@ -166,56 +123,10 @@ def _refuse(why: str | None, fetched: Fetched) -> None:
         )
 
 
-async def _fetch(client: httpx2.AsyncClient, url: str, rules: FetchRules) -> Fetched:
-    import httpx2
-
-    try:
-        current = httpx2.URL(url)
-    except (httpx2.InvalidURL, TypeError) as exc:
-        raise ToolError(ErrorKind.INVALID_PARAMS, f"not a URL: {preview(url)!r} ({exc})") from None
-    redirects: list[str] = []
-    while True:
-        target, headers, extensions = await _pinned(current, rules.policy, rules.resolver)
-        request = client.build_request("GET", target, headers=headers, extensions=extensions)
-        response = await client.send(request, stream=True)
-        try:
-            location = response.headers.get("location")
-            if response.status_code in _REDIRECTS and location:
-                if len(redirects) >= rules.limits.max_redirects:
-                    raise ToolError(
-                        ErrorKind.EXECUTION_ERROR,
-                        f"more than {rules.limits.max_redirects} redirects, starting at "
-                        f"{preview(url)}; the last one pointed to {preview(location)}",
-                    )
-                redirects.append(str(current))
-                current = current.join(location)
-                continue
-            content_type = response.headers.get("content-type")
-            fetched = Fetched(
-                url=str(current),
-                status=response.status_code,
-                media_type=media_type(content_type),
-                charset=response.charset_encoding,
-                body=b"",
-                redirects=redirects,
-            )
-            if response.status_code >= 400:
-                fetched.body, _ = await _read(response, 2_000)
-                raise _status_error(fetched)
-            if fetched.media_type:
-                _refuse(rules.accept_type(fetched.media_type, b""), fetched)
-                fetched.body, fetched.truncated = await _read(response, rules.limits.max_bytes)
-            else:  # no declared type: judge the body itself
-                fetched.body, fetched.truncated = await _read(response, rules.limits.max_bytes)
-                _refuse(rules.accept_type("", fetched.body[:1_024]), fetched)
-            return fetched
-        finally:
-            await response.aclose()
-
-
 async def fetch(url: str, rules: FetchRules) -> Fetched:
     """GET ``url`` within ``rules.limits``, every hop's address checked against
-    ``rules.policy``.
+    ``rules.policy`` (through :func:`toolweave.netguard.guarded_stream`: each hop is
+    resolved once, checked, and sent to the checked address).
 
     Raises:
         ToolError: ``invalid_params`` (not an http URL), ``permission_denied`` (an
@@ -226,23 +137,39 @@ async def fetch(url: str, rules: FetchRules) -> Fetched:
     import httpx2
 
     limits = rules.limits
-    try:
-        with anyio.fail_after(limits.timeout):
-            async with httpx2.AsyncClient(
-                verify=_verify(limits.ca_file),
-                follow_redirects=False,
-                trust_env=False,  # an environment proxy would resolve names itself
-                timeout=limits.timeout,
-                headers={"User-Agent": limits.user_agent, "Accept": limits.accept},
-            ) as client:
-                return await _fetch(client, url, rules)
-    except (TimeoutError, httpx2.TimeoutException):
-        raise ToolError(
-            ErrorKind.TIMEOUT, f"fetching {preview(url)} took longer than {limits.timeout:g} s"
-        ) from None
-    except httpx2.InvalidURL as exc:
-        raise ToolError(ErrorKind.INVALID_PARAMS, f"not a URL: {preview(url)!r} ({exc})") from None
-    except httpx2.HTTPError as exc:
-        raise ToolError(
-            ErrorKind.UNAVAILABLE, f"fetching {preview(url)} failed: {type(exc).__name__}: {exc}"
-        ) from None
+    check = functools.partial(checked_addresses, policy=rules.policy, resolver=rules.resolver)
+    async with (
+        httpx2.AsyncClient(
+            verify=_verify(limits.ca_file),
+            follow_redirects=False,
+            trust_env=False,  # an environment proxy would resolve names itself
+            timeout=limits.timeout,
+            headers={"User-Agent": limits.user_agent, "Accept": limits.accept},
+        ) as client,
+        guarded_stream(
+            "GET",
+            url,
+            check=check,
+            timeout=limits.timeout,
+            max_redirects=limits.max_redirects,
+            client=client,
+        ) as page,
+    ):
+        fetched = Fetched(
+            url=page.url,
+            status=page.status,
+            media_type=page.media_type,
+            charset=page.charset,
+            body=b"",
+            redirects=list(page.redirects),
+        )
+        if page.status >= 400:
+            fetched.body, _ = await page.read_at_most(2_000)
+            raise _status_error(fetched)
+        if fetched.media_type:
+            _refuse(rules.accept_type(fetched.media_type, b""), fetched)
+            fetched.body, fetched.truncated = await page.read_at_most(limits.max_bytes)
+        else:  # no declared type: judge the body itself
+            fetched.body, fetched.truncated = await page.read_at_most(limits.max_bytes)
+            _refuse(rules.accept_type("", fetched.body[:1_024]), fetched)
+        return fetched
