@@ -136,6 +136,27 @@ async def test_request_goes_to_the_checked_address(workspace: Path, server: Any)
     assert "127.0.0.2 is a loopback address" in again.text
 
 
+async def test_the_next_checked_address_is_tried(workspace: Path, server: Any) -> None:
+    """A name with two allowed addresses: when the first refuses the connection
+    (nothing listens on 127.0.0.2), the request goes to the next one, still under the
+    name."""
+    resolver = HostsResolver({"two.test": ["127.0.0.2", "127.0.0.1"]})
+    session = session_for(workspace, resolver, allow_loopback=True)
+    result = await session.call("web_fetch", {"url": f"http://two.test:{server.port}/host"})
+    assert result.error is None, result.text
+    assert result.output["content"] == f"two.test:{server.port}"
+
+
+async def test_credentials_in_the_url_are_not_reported(workspace: Path, server: Any) -> None:
+    """A URL with a user and password is fetched, and the page reports it without them."""
+    session = session_for(workspace, allow_loopback=True)
+    url = f"http://reader:secret@127.0.0.1:{server.port}/plain.txt"
+    result = await session.call("web_fetch", {"url": url})
+    assert result.error is None, result.text
+    assert result.output["url"] == server.url("/plain.txt")
+    assert "secret" not in result.text
+
+
 @pytest.mark.parametrize(
     ("target", "address"),
     [
