@@ -346,7 +346,7 @@ def header_problem(name: object, value: object) -> str | None:
 
 
 def _content_type(headers: Mapping[str, str]) -> tuple[str, str | None]:
-    """``("text/html", "utf-8")`` from ``Text/HTML; charset="UTF-8"``: the media type
+    """``("text/html", "UTF-8")`` from ``Text/HTML; charset="UTF-8"``: the media type
     (``""`` when none is sent) and the charset, if one is named."""
     value = headers.get("content-type", "")
     media, *params = value.split(";")
