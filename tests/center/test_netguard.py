@@ -3,12 +3,15 @@ the request goes to the checked address, and the exchange is bounded in size and
 
 from __future__ import annotations
 
+import functools
+import gzip
 import ipaddress
 import json
 import socket
 import ssl
 import subprocess
 import threading
+import tracemalloc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -58,6 +61,11 @@ class Server:
         return f"{scheme}://{host}:{self.port}{path}"
 
 
+@functools.cache
+def _bomb() -> bytes:
+    return gzip.compress(b"\0" * 100_000_000, compresslevel=9)
+
+
 def _handler(state: Server) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -94,6 +102,8 @@ def _handler(state: Server) -> type[BaseHTTPRequestHandler]:
             elif parts.path == "/slow":
                 state.stop.wait(10)
                 self.answer(200, b"late")
+            elif parts.path == "/bomb":  # 100 MB of zeros, gzip-compressed to ~100 KB
+                self.answer(200, _bomb(), Content_Encoding="gzip", Content_Type="text/plain")
             elif parts.path == "/stall":  # the headers and half the body, then nothing
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; charset=latin-1")
@@ -611,3 +621,24 @@ async def test_a_certificate_that_does_not_verify_is_named(
     assert error.kind is ErrorKind.UNAVAILABLE
     assert "certificate did not verify" in error.message
     assert "127.0.0.1" in error.message
+
+
+async def test_a_compressed_body_is_read_in_bounded_memory(server: Server) -> None:
+    """A decompression bomb (100 MB of zeros in about 100 KB of gzip): the body is
+    decompressed as it is read, so keeping its first 1,000 bytes holds a few MB at
+    most, and reading it whole fails at the limit."""
+    url = server.url("/bomb")
+    _bomb()  # made before tracing: the server's own 100 MB are not the client's
+    tracemalloc.start()
+    try:
+        async with guarded_stream("GET", url, policy=LOOPBACK, timeout=30) as page:
+            assert page.headers["content-encoding"] == "gzip"
+            body, cut = await page.read_at_most(1_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (body, cut) == (b"\0" * 1_000, True)
+    assert peak < 20_000_000, f"{peak:,} bytes at the peak"
+    with pytest.raises(ToolError) as caught:
+        await guarded_request("GET", url, policy=LOOPBACK, timeout=30, max_bytes=1_000_000)
+    assert "larger than 1000000 bytes" in caught.value.message
