@@ -335,7 +335,8 @@ class ToolSet:
         init(self, "entries", tuple(entries))
         self._by_name: dict[str, ToolEntry] = {e.name: e for e in self.entries}
         self._deciders = tuple(e for e in self.entries if e._decides_listing)
-        """The entries whose tool decides per session whether it is listed."""
+        """The entries whose tool decides per session whether it is listed (a class tool
+        that overrides :meth:`~toolweave.Tool.should_list`)."""
         init(self, "session_setup", session_setup)
         init(self, "reminders", tuple(reminders))
         init(self, "config", config if config is not None else ToolSetConfig())
@@ -503,11 +504,6 @@ class ToolSet:
             timeout=entry.timeout,
             kind=entry.kind,
         )
-
-    def _list_deciders(self) -> tuple[ToolEntry, ...]:
-        """The entries whose tool decides per session whether it is listed (a class
-        tool that overrides :meth:`~toolweave.Tool.should_list`)."""
-        return self._deciders
 
     def definitions(self, format: str = "neutral") -> list[dict[str, Any]]:
         """Definitions of every tool in ``format`` (``neutral``, ``openai``, ``anthropic``,

@@ -497,7 +497,7 @@ class Session:
     def _find_hidden(self) -> frozenset[str]:
         """Ask each built-in tool that decides for itself whether to list it here."""
         hidden: set[str] = set()
-        for entry in self.toolset._list_deciders():
+        for entry in self.toolset._deciders:
             tool = entry.tool.tool
             assert tool is not None
             try:
