@@ -30,6 +30,7 @@ from toolweave._netguard import (
     guarded_request,
     guarded_stream,
     literal_address,
+    system_resolver,
 )
 
 __all__ = [
@@ -42,4 +43,5 @@ __all__ = [
     "guarded_request",
     "guarded_stream",
     "literal_address",
+    "system_resolver",
 ]

@@ -10,14 +10,12 @@ connection cannot happen, because there is only one look-up.
 from __future__ import annotations
 
 import ipaddress
-import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-import anyio
 from toolweave import ErrorKind, ToolError, preview
-from toolweave.netguard import AddressClass, address_class, literal_address
+from toolweave.netguard import AddressClass, address_class, literal_address, system_resolver
 
 __all__ = [
     "AddressCategory",
@@ -110,13 +108,13 @@ class Resolver:
     """
 
     async def resolve(self, host: str, port: int) -> list[str]:
-        """The addresses of ``host``, in the resolver's order.
+        """The addresses of ``host``, in the resolver's order
+        (:func:`toolweave.netguard.system_resolver`, the one toolweave's guard uses).
 
         Raises:
             OSError: The name does not resolve.
         """
-        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        return list(dict.fromkeys(str(info[4][0]) for info in infos))
+        return await system_resolver(host, port)
 
 
 class HostsResolver(Resolver):
