@@ -126,18 +126,45 @@ def _lines(path: Path) -> Iterable[dict[str, Any]]:
                 yield json.loads(line)
 
 
-def _key(function: Mapping[str, Any]) -> str:
-    """A BFCL function's catalogue name: its name plus a hash of its description (the
-    same name comes with different descriptions in different rows)."""
-    description = str(function.get("description", ""))
-    digest = hashlib.sha1(description.encode()).hexdigest()[:6]
-    return f"{function['name']}~{digest}"
+_TAG_LETTERS = "bcdfghjklmnpqrstvwxz"
+"""Consonants: a variant's tag is one made-up word no request contains."""
+
+
+def _description(function: Mapping[str, Any]) -> str:
+    return str(function.get("description", ""))
+
+
+def _keys(functions: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
+    """Each BFCL function's catalogue name, by (name, description): the name itself
+    when the pool offers it with one description; else the name and a tag of its
+    description (``get_weather~kzqd``; the same name comes with different descriptions
+    in different rows).
+
+    The tag is a word of consonants that no request contains, so that what tells the
+    variants apart adds no match of its own: a hash in hex digits would, for numbers
+    ("40" in a request against ``area_circle~40bab8``).
+    """
+    descriptions: dict[str, set[str]] = {}
+    for function in functions:
+        descriptions.setdefault(str(function["name"]), set()).add(_description(function))
+    keys: dict[tuple[str, str], str] = {}
+    for name, texts in descriptions.items():
+        for text in texts:
+            if len(texts) == 1:
+                keys[name, text] = name
+                continue
+            digest = hashlib.sha1(text.encode()).digest()
+            tag = "".join(_TAG_LETTERS[b % len(_TAG_LETTERS)] for b in digest[:6])
+            keys[name, text] = f"{name}~{tag}"
+    if len(set(keys.values())) != len(keys):  # pragma: no cover - 20**6 tags per name
+        raise ValueError("two BFCL function variants got the same catalogue name")
+    return keys
 
 
 def _doc(function: Mapping[str, Any], key: str, groups: Sequence[str] = ()) -> ToolDoc:
     return tool_doc(
         key,
-        str(function.get("description", "")),
+        _description(function),
         function.get("parameters") if isinstance(function.get("parameters"), Mapping) else None,
         groups=groups,
     )
@@ -160,6 +187,12 @@ def single_turn(data: Path) -> Suite:
     user message, earlier turns as history), a negative per irrelevance row."""
     docs: dict[str, ToolDoc] = {}
     suite = Suite("bfcl-single", [])
+    keys = _keys(
+        function
+        for category in (*SINGLE_TURN, *IRRELEVANCE)
+        for row in _lines(data / f"BFCL_v4_{category}.json")
+        for function in row["function"]
+    )
     for category in (*SINGLE_TURN, *IRRELEVANCE):
         answers: dict[str, Any] = {}
         answer_file = data / "possible_answer" / f"BFCL_v4_{category}.json"
@@ -168,7 +201,7 @@ def single_turn(data: Path) -> Suite:
         for row in _lines(data / f"BFCL_v4_{category}.json"):
             by_name: dict[str, str] = {}
             for function in row["function"]:
-                key = _key(function)
+                key = keys[function["name"], _description(function)]
                 by_name.setdefault(function["name"], key)
                 if key not in docs:
                     docs[key] = _doc(function, key)
@@ -208,9 +241,14 @@ def multi_turn(data: Path, category: str = "multi_turn_base") -> Suite:
     turns as history, the functions its ground-truth call strings name."""
     docs: dict[str, ToolDoc] = {}
     by_name: dict[str, str] = {}
-    for cls, stem in MULTI_TURN_CLASSES.items():
-        for function in _lines(data / "multi_turn_func_doc" / f"{stem}.json"):
-            key = _key(function)
+    files = [
+        (cls, list(_lines(data / "multi_turn_func_doc" / f"{stem}.json")))
+        for cls, stem in MULTI_TURN_CLASSES.items()
+    ]
+    keys = _keys(function for _, functions in files for function in functions)
+    for cls, functions in files:
+        for function in functions:
+            key = keys[function["name"], _description(function)]
             by_name.setdefault(function["name"], key)
             docs.setdefault(key, _doc(function, key, (cls,)))
     suite = Suite("bfcl-multi", list(docs.values()))
