@@ -405,6 +405,54 @@ def test_every_hook_failure_names_the_distribution_with_its_version(
     assert error.dist == f"twfail-{dist_packs} 1.2.3"
 
 
+def _declare(site: Path, dist: str, pack: str, metadata: bytes) -> Path:
+    """A distribution on ``site`` (real .dist-info files) declaring ``pack``; returns its
+    METADATA file."""
+    info = site / f"{dist}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "entry_points.txt").write_text(f"[toolweave.packs]\n{pack} = {dist}_mod:pack\n")
+    (info / "METADATA").write_bytes(metadata)
+    return info / "METADATA"
+
+
+def test_a_damaged_metadata_file_of_another_distribution_does_not_stop_discovery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pack's distribution whose METADATA is not UTF-8 once made every discovery raise
+    UnicodeDecodeError (and every ``toolweave`` command with it). Unselected, it costs
+    nothing; listed, it names no distribution and says why in the log."""
+    tag = uuid.uuid4().hex[:8]
+    _declare(tmp_path, f"twbad_{tag}", f"bad_{tag}", b"Name: tw\xff\xfe\nVersion: 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    packs = PackManager(strict=True)
+    packs.discover(include=[], environ={})
+    bad = packs.packs[f"bad_{tag}"]
+    assert bad.status == "not selected"
+    assert (bad.dist, bad.version, bad.dist_label) == (None, None, None)
+    assert bad.to_dict()["dist"] is None
+    assert f"pack 'bad_{tag}': its distribution's metadata is unreadable" in caplog.text
+
+
+def test_unselected_packs_metadata_is_read_when_asked_for_not_at_discovery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery reads an unselected pack's distribution metadata only when its ``dist``
+    or ``version`` is asked for (a host with many packs installed pays for the ones it
+    loads), and then once."""
+    tag = uuid.uuid4().hex[:8]
+    metadata = _declare(
+        tmp_path, f"twlazy_{tag}", f"lazy_{tag}", b"Name: twlazy-before\nVersion: 1.0\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    packs = PackManager()
+    packs.discover(include=[], environ={})
+    metadata.write_bytes(b"Name: twlazy-after\nVersion: 2.0\n")
+    info = packs.packs[f"lazy_{tag}"]
+    assert (info.dist, info.version) == ("twlazy-after", "2.0")
+    metadata.write_bytes(b"Name: twlazy-again\nVersion: 3.0\n")
+    assert info.dist_label == "twlazy-after 2.0"
+
+
 # -- entry points -----------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, final
 
 import pluggy
@@ -17,6 +17,8 @@ from toolweave.errors import PackLoadError, UsageError
 from toolweave.plugins import hookspecs
 
 if TYPE_CHECKING:
+    from importlib.metadata import Distribution
+
     from toolweave.catalog._builder import ToolSetBuilder
     from toolweave.catalog._config import ToolSetConfig
     from toolweave.catalog._toolset import ToolSet
@@ -42,7 +44,7 @@ _PACK_FAILURES = (Exception, SystemExit)
 included); ``KeyboardInterrupt`` still stops the host."""
 
 
-@dataclass
+@dataclass(init=False, repr=False)
 class PackInfo:
     """What is known about one pack.
 
@@ -54,15 +56,72 @@ class PackInfo:
         status: ``loaded``, ``failed`` or ``not selected`` (never imported).
         error: The failure, when ``status`` is ``failed``.
         tools: Fully qualified ids of the tools it registered.
+
+    A discovered pack is made with ``distribution=`` (its entry point's) instead of
+    ``dist`` and ``version``: they are read from that distribution's metadata when first
+    asked for, so packs a host does not select cost only the entry-point scan. Metadata
+    that cannot be read (a damaged file) leaves both ``None``, with a warning.
     """
 
     name: str
     target: str
-    dist: str | None = None
-    version: str | None = None
-    status: Status = "not selected"
-    error: PackLoadError | None = None
-    tools: list[str] = field(default_factory=list)
+    status: Status
+    error: PackLoadError | None
+    tools: list[str]
+
+    def __init__(
+        self,
+        name: str,
+        target: str,
+        dist: str | None = None,
+        version: str | None = None,
+        status: Status = "not selected",
+        error: PackLoadError | None = None,
+        tools: list[str] | None = None,
+        *,
+        distribution: Distribution | None = None,
+    ) -> None:
+        self.name = name
+        self.target = target
+        self.status = status
+        self.error = error
+        self.tools = [] if tools is None else tools
+        self._distribution = distribution
+        self._declared: tuple[str | None, str | None] | None = (
+            None
+            if distribution is not None and dist is None and version is None
+            else (dist, version)
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"PackInfo(name={self.name!r}, target={self.target!r}, dist={self.dist!r}, "
+            f"version={self.version!r}, status={self.status!r}, error={self.error!r}, "
+            f"tools={self.tools!r})"
+        )
+
+    def _declared_by(self) -> tuple[str | None, str | None]:
+        if self._declared is None:
+            assert self._distribution is not None
+            try:
+                meta = self._distribution.metadata
+                self._declared = (meta["Name"], meta["Version"])
+            except Exception as exc:  # a damaged METADATA file names nothing
+                logger.warning(
+                    "pack %r: its distribution's metadata is unreadable: %s", self.name, exc
+                )
+                self._declared = (None, None)
+        return self._declared
+
+    @property
+    def dist(self) -> str | None:
+        """The distribution that declared the pack (``None``: added by the host)."""
+        return self._declared_by()[0]
+
+    @property
+    def version(self) -> str | None:
+        """The declaring distribution's version."""
+        return self._declared_by()[1]
 
     @property
     def origin(self) -> str:
@@ -161,13 +220,7 @@ class PackManager:
             if ep.name in self.packs:
                 logger.warning("pack name %r is declared twice; keeping the first", ep.name)
                 continue
-            meta = ep.dist.metadata if ep.dist is not None else None  # parsed once
-            info = PackInfo(
-                name=ep.name,
-                target=ep.value,
-                dist=meta["Name"] if meta is not None else None,
-                version=meta["Version"] if meta is not None else None,
-            )
+            info = PackInfo(name=ep.name, target=ep.value, distribution=ep.dist)
             self.packs[ep.name] = info
             selected = (wanted is None and autoload) or (wanted is not None and ep.name in wanted)
             if not selected or ep.name in blocked:
