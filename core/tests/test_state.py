@@ -334,14 +334,26 @@ async def test_stored_state_that_no_longer_fits_starts_from_defaults(
 async def test_unopenable_store_keeps_state_in_memory(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """When the state file cannot be created, calls still work and state lives in memory."""
+    """When the state file cannot be created, calls still work and state lives in memory;
+    the failure is logged once (with its traceback), not at every save, and once the
+    folder can be made the next save stores what was kept."""
     (tmp_path / ".toolweave").write_text("a file where the folder should be")
     session = toolset().session(workspace=tmp_path, session_id="m")
     with caplog.at_level(logging.WARNING, logger="toolweave"):
         assert (await session.call("add", {"n": 1})).text == "1"
         assert (await session.call("add", {"n": 2})).text == "2"
-    assert "kept in memory" in caplog.text
+        assert (await session.call("add", {"n": 3})).text == "3"
+    failures = [r for r in caplog.records if "kept in memory" in r.getMessage()]
+    assert len(failures) == 1, [r.getMessage() for r in failures]
+    assert failures[0].levelno == logging.ERROR
+    assert failures[0].exc_info is not None
     assert (tmp_path / ".toolweave").is_file()
+    (tmp_path / ".toolweave").unlink()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="toolweave"):
+        assert (await session.call("add", {"n": 4})).text == "4"
+    assert "works again" in caplog.text
+    assert stored(tmp_path, "m")["test.tally"]["items"] == [1, 2, 3, 4]
 
 
 def test_state_key_default_and_declared() -> None:

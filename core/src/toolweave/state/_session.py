@@ -118,6 +118,7 @@ class SessionState:
         "_open_store",
         "_persist_lock",
         "_revision",
+        "_save_failure",
         "_slots",
         "_store",
         "session_id",
@@ -135,6 +136,7 @@ class SessionState:
         ] = {}
         self._persist_lock: anyio.Lock | None = None
         self._revision: Callable[[], Any] | None = None
+        self._save_failure: str | None = None
 
     @property
     def store(self) -> StateStore:
@@ -363,17 +365,39 @@ class SessionState:
                 self._reset(slot, now.get(slot.key))
                 slot.revision = None
             return conflict
-        except Exception:
-            logger.exception(
-                "saving the state of session %s failed; it is kept in memory",
+        except Exception as exc:
+            self._save_failed(exc)
+            return None
+        if self._save_failure is not None:
+            self._save_failure = None
+            logger.warning(
+                "saving the state of session %s works again; what was kept in memory is saved",
                 self.session_id,
             )
-            return None
         for slot, data in changed:
             slot.saved = data
             slot.version = versions.get(slot.key, slot.version + 1)
             slot.revision = None  # the save moved the revision; read the key next time
         return None
+
+    def _save_failed(self, exc: Exception) -> None:
+        """Log a failed save: with its traceback the first time, and again only when it
+        fails otherwise (a full disk or a missing folder fails every save until mended;
+        the repeats go to the debug log)."""
+        what = f"{type(exc).__name__}: {exc}"
+        if what == self._save_failure:
+            logger.debug(
+                "saving the state of session %s failed again (%s); it is kept in memory",
+                self.session_id,
+                what,
+            )
+            return
+        self._save_failure = what
+        logger.error(
+            "saving the state of session %s failed; it is kept in memory",
+            self.session_id,
+            exc_info=exc,
+        )
 
     async def persist_all(self) -> StateConflict | None:
         """Save every loaded model that changed (for changes made outside calls); see
