@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from toolweave.inject._classify import ToolDoc
 from toolweave.inject._text import STOPWORDS, raw_words, split_identifier, words
 
-__all__ = ["prerequisites", "with_prerequisites"]
+__all__ = ["group_members", "prerequisites", "with_prerequisites"]
 
 _LOOKUP = frozenset(
     [
@@ -89,13 +89,19 @@ def _thing(match: re.Match[str]) -> str:
     return second if second and second.lower() not in STOPWORDS else match.group(1)
 
 
-def prerequisites(docs: Sequence[ToolDoc], *, max_group: int = 40) -> dict[str, tuple[str, ...]]:
-    """``{tool: (its prerequisites, ...)}`` for the tools of ``docs`` (see the module's
-    rules); tools without any are absent."""
+def group_members(docs: Sequence[ToolDoc]) -> dict[str, list[ToolDoc]]:
+    """``{group: [its tools' documents, in catalogue order]}``."""
     members: dict[str, list[ToolDoc]] = {}
     for doc in docs:
         for group in doc.groups:
             members.setdefault(group, []).append(doc)
+    return members
+
+
+def prerequisites(docs: Sequence[ToolDoc], *, max_group: int = 40) -> dict[str, tuple[str, ...]]:
+    """``{tool: (its prerequisites, ...)}`` for the tools of ``docs`` (see the module's
+    rules); tools without any are absent."""
+    members = group_members(docs)
     found: dict[str, dict[str, None]] = {}
     raws: dict[str, list[str]] = {}
     for tools in members.values():

@@ -9,7 +9,7 @@ from typing import Any, Literal, final
 
 from toolweave.errors import ConfigError, ConfigIssue
 from toolweave.inject._classify import Candidate, Classifier, ToolDoc
-from toolweave.inject._deps import prerequisites, with_prerequisites
+from toolweave.inject._deps import group_members, prerequisites, with_prerequisites
 
 __all__ = ["FusionClassifier", "IntentConfig", "default_classifiers"]
 
@@ -165,11 +165,11 @@ class FusionClassifier:
 
     def index(self, docs: Sequence[ToolDoc]) -> None:
         """Index ``docs`` in every member; remember each group's tools."""
-        members: dict[str, list[str]] = {}
-        for doc in docs:
-            for group in doc.groups:
-                members.setdefault(group, []).append(doc.name)
-        self._members = {g: names for g, names in members.items() if len(names) <= self.max_group}
+        self._members = {
+            group: [d.name for d in tools]
+            for group, tools in group_members(docs).items()
+            if len(tools) <= self.max_group
+        }
         self._groups_of = {d.name: d.groups for d in docs}
         self._requires = (
             prerequisites(docs, max_group=self.max_group) if self.prerequisites > 0.0 else {}
