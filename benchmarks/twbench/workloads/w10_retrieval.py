@@ -267,8 +267,9 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
         outcome.notes.append(
             f"BFCL data from bfcl-eval's files ({data.name}/, read as JSON lines; its code is "
             "never imported). Single-turn: one pooled catalogue of every distinct function "
-            "offered in the single-turn and irrelevance categories (keyed by name + a hash of "
-            "the description); a case per row with ground truth; the irrelevance rows are "
+            "offered in the single-turn and irrelevance categories (a name offered with several "
+            "descriptions is one tool per description, told apart by a made-up word, "
+            "never by digits a request could match); a case per row with ground truth; the irrelevance rows are "
             "negatives (an answer naming a tool offered with the row is a false injection). "
             "Multi-turn (multi_turn_base): every function of the 8 API classes in one "
             "catalogue (a class is a group), a case per turn that calls something, the "
