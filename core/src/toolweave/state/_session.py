@@ -371,7 +371,7 @@ class SessionState:
         if self._save_failure is not None:
             self._save_failure = None
             logger.warning(
-                "saving the state of session %s works again; what was kept in memory is saved",
+                "saving the state of session %s works again",
                 self.session_id,
             )
         for slot, data in changed:
