@@ -356,6 +356,39 @@ async def test_unopenable_store_keeps_state_in_memory(
     assert stored(tmp_path, "m")["test.tally"]["items"] == [1, 2, 3, 4]
 
 
+@pytest.mark.parametrize("link", [".toolweave", ".toolweave/state.db", ".toolweave/state.db.lock"])
+async def test_a_workspace_cannot_send_its_state_files_elsewhere_through_a_link(
+    link: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A workspace (a cloned repository) whose .toolweave folder, state.db or lock file is
+    a symbolic link: calls work with their state in memory, the log says why, and
+    nothing is written where the link points (another workspace's store stays as it
+    was)."""
+    other = tmp_path / "other"
+    other_session = toolset().session(workspace=other, session_id="o")
+    assert (await other_session.call("add", {"n": 7})).text == "1"
+    await other_session.aclose()
+    before = {p.name: p.read_bytes() for p in (other / ".toolweave").iterdir()}
+    workspace = tmp_path / "cloned"
+    (workspace / ".toolweave").mkdir(parents=True)
+    if link == ".toolweave":
+        (workspace / ".toolweave").rmdir()
+        (workspace / ".toolweave").symlink_to(other / ".toolweave")
+    elif link.endswith("state.db"):
+        (workspace / link).symlink_to(other / ".toolweave" / "state.db")
+    else:
+        (workspace / link).symlink_to(other / ".toolweave" / "planted.lock")
+    session = toolset().session(workspace=workspace, session_id="o")
+    with caplog.at_level(logging.WARNING, logger="toolweave"):
+        assert (await session.call("add", {"n": 1})).text == "1"
+        assert (await session.call("add", {"n": 2})).text == "2"
+    await session.aclose()
+    assert "in memory" in caplog.text  # the store refused, or its first save failed
+    assert "symbolic link" in caplog.text  # "Too many levels of symbolic links" (ELOOP)
+    assert {p.name: p.read_bytes() for p in (other / ".toolweave").iterdir()} == before
+    assert stored(other, "o")["test.tally"]["items"] == [7]
+
+
 def test_state_key_default_and_declared() -> None:
     """A model without a declared key is stored under module:QualifiedName."""
 

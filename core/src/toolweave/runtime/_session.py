@@ -26,7 +26,7 @@ from toolweave.runtime._outcomes import failure
 from toolweave.runtime._pipeline import run_call
 from toolweave.runtime._sync import SyncSession
 from toolweave.runtime._toolstream import ToolStream
-from toolweave.state import SessionState, SQLiteStateStore, StateStore, default_state_path
+from toolweave.state import SessionState, SQLiteStateStore, StateStore
 
 if TYPE_CHECKING:
     from toolweave.authoring._reminders import Reminder
@@ -253,7 +253,7 @@ class Session:
             shared = self.resources.get(StateStore)  # type: ignore[type-abstract]
             if shared is not None:
                 return shared
-            return SQLiteStateStore.shared(default_state_path(self.workspace))
+            return SQLiteStateStore.of_workspace(self.workspace)
 
         return open_store
 

@@ -20,6 +20,8 @@ __all__ = ["exclusive"]
 
 _POLL = 0.005
 _NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+"""Opening a symbolic link fails (``ELOOP``) instead of reaching its target (POSIX)."""
 
 
 def _try_lock(fd: int) -> bool:
@@ -59,18 +61,21 @@ def exclusive(path: Path, timeout: float) -> Iterator[None]:
 
     A lock file this process may not write is locked through a read-only descriptor;
     where it may neither create nor read one (a read-only folder), no lock is taken:
-    such a process cannot create, migrate or move aside the database either.
+    such a process cannot create, migrate or move aside the database either. A lock
+    file that is a symbolic link is never followed.
 
     Raises:
         TimeoutError: Another process held it for ``timeout`` seconds.
+        OSError: The lock file is a symbolic link (``ELOOP``), or cannot be opened for
+            another reason than permissions.
     """
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
     except OSError as exc:
         if exc.errno not in _NOT_WRITABLE:
             raise
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
         except OSError as again:
             if again.errno not in {*_NOT_WRITABLE, errno.ENOENT}:
                 raise

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 import weakref
@@ -156,6 +157,37 @@ class SQLiteStateStore:
         if self.path.exists():
             with exclusive(self._lock_path, busy_timeout):
                 self._holder[0] = self._open_locked()
+
+    @classmethod
+    def of_workspace(cls, workspace: str | Path) -> SQLiteStateStore:
+        """The :meth:`shared` store of ``workspace`` (``<workspace>/.toolweave/state.db``),
+        the one a session uses when it is given none.
+
+        A workspace may come from elsewhere (a cloned repository), so its ``.toolweave``
+        folder and ``state.db`` are never symbolic links: one would send every session's
+        state files (and the moving aside of a damaged file) wherever it points, another
+        workspace's store included. SQLite itself refuses ``-wal`` and ``-shm`` links,
+        and the lock file is opened without following one.
+
+        Raises:
+            PermissionError: ``.toolweave`` or ``state.db`` is a symbolic link (a session
+                then keeps its state in memory and logs why; pass ``state_store=`` to keep
+                it elsewhere on purpose).
+        """
+        path = default_state_path(Path(workspace))
+        file = os.fspath(path)
+        for part in (os.path.dirname(file), file):  # plain strings: cheaper than Paths
+            try:
+                mode = os.lstat(part).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                break  # made by the first save (which fails while a file is in the way)
+            if stat.S_ISLNK(mode):
+                raise PermissionError(
+                    f"{part} is a symbolic link (to {os.readlink(part)}); a workspace's "
+                    "state stays in its own .toolweave folder: remove the link, or pass "
+                    "state_store= to keep state elsewhere"
+                )
+        return cls.shared(path)
 
     @classmethod
     def shared(cls, path: str | Path) -> SQLiteStateStore:
