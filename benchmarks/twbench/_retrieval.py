@@ -187,18 +187,14 @@ def single_turn(data: Path) -> Suite:
     user message, earlier turns as history), a negative per irrelevance row."""
     docs: dict[str, ToolDoc] = {}
     suite = Suite("bfcl-single", [])
-    keys = _keys(
-        function
-        for category in (*SINGLE_TURN, *IRRELEVANCE)
-        for row in _lines(data / f"BFCL_v4_{category}.json")
-        for function in row["function"]
-    )
-    for category in (*SINGLE_TURN, *IRRELEVANCE):
+    rows = {c: list(_lines(data / f"BFCL_v4_{c}.json")) for c in (*SINGLE_TURN, *IRRELEVANCE)}
+    keys = _keys(f for category in rows.values() for row in category for f in row["function"])
+    for category, category_rows in rows.items():
         answers: dict[str, Any] = {}
         answer_file = data / "possible_answer" / f"BFCL_v4_{category}.json"
         if answer_file.exists():
             answers = {row["id"]: row["ground_truth"] for row in _lines(answer_file)}
-        for row in _lines(data / f"BFCL_v4_{category}.json"):
+        for row in category_rows:
             by_name: dict[str, str] = {}
             for function in row["function"]:
                 key = keys[function["name"], _description(function)]
