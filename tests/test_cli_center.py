@@ -196,6 +196,28 @@ def test_the_default_store_is_under_the_workspace(
     assert not (elsewhere / ".toolweave").exists()  # reading never creates a store
 
 
+def test_the_default_store_is_never_reached_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workspace (a cloned repository) whose .toolweave is a link to another center's
+    folder: the commands refuse it with one error line and change nothing there."""
+    monkeypatch.delenv("TOOLWEAVE_CENTER", raising=False)
+    other = tmp_path / "other" / ".toolweave"
+    other.parent.mkdir()
+    with Center.open(other / "center.db") as center:
+        center.register_toolset(make_toolset())
+    before = (other / "center.db").read_bytes()
+    cloned = tmp_path / "cloned"
+    cloned.mkdir()
+    (cloned / ".toolweave").symlink_to(other)
+    monkeypatch.chdir(cloned)
+    for command in (["center", "status"], ["center", "disable", "echo"]):
+        code, _, err = invoke(*command)
+        assert code == 1, err
+        assert_one_line_error(err, "symbolic link", "--center")
+    assert (other / "center.db").read_bytes() == before
+
+
 # -- enable and disable -------------------------------------------------------------
 
 

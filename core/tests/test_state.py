@@ -365,6 +365,7 @@ async def test_a_workspace_cannot_send_its_state_files_elsewhere_through_a_link(
     nothing is written where the link points (another workspace's store stays as it
     was)."""
     other = tmp_path / "other"
+    other.mkdir()
     other_session = toolset().session(workspace=other, session_id="o")
     assert (await other_session.call("add", {"n": 7})).text == "1"
     await other_session.aclose()
@@ -387,6 +388,26 @@ async def test_a_workspace_cannot_send_its_state_files_elsewhere_through_a_link(
     assert "symbolic link" in caplog.text  # "Too many levels of symbolic links" (ELOOP)
     assert {p.name: p.read_bytes() for p in (other / ".toolweave").iterdir()} == before
     assert stored(other, "o")["test.tally"]["items"] == [7]
+
+
+async def test_a_workspace_that_does_not_exist_is_not_made_by_a_save(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A session on a workspace that does not exist (a mistyped path) does not create it
+    and its .toolweave folder: calls work with their state in memory, the log says why,
+    and once the workspace exists the next save stores what was kept, with the
+    .gitignore that keeps state out of the repository."""
+    workspace = tmp_path / "typo" / "ws"
+    session = toolset().session(workspace=workspace, session_id="t")
+    with caplog.at_level(logging.WARNING, logger="toolweave"):
+        assert (await session.call("add", {"n": 1})).text == "1"
+    assert not (tmp_path / "typo").exists()
+    assert "does not exist" in caplog.text
+    workspace.mkdir(parents=True)
+    assert (await session.call("add", {"n": 2})).text == "2"
+    await session.aclose()
+    assert stored(workspace, "t")["test.tally"]["items"] == [1, 2]
+    assert (workspace / ".toolweave" / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
 def test_state_key_default_and_declared() -> None:

@@ -17,6 +17,7 @@ from typing import Any, final
 
 from toolweave.catalog._versions import version_key
 from toolweave.center._model import AuditEntry, CallRow, CenterError, ChangeEvent, ToolRecord
+from toolweave.state import make_folder
 
 __all__ = ["CenterStore", "Flags", "SQLiteCenterStore", "StoreSnapshot"]
 
@@ -239,7 +240,7 @@ class SQLiteCenterStore(CenterStore):
                 uri = f"file:{self.path.resolve().as_posix()}?mode=ro"
                 conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                make_folder(self.path)
                 conn = sqlite3.connect(self.path, check_same_thread=False)
         except sqlite3.Error as exc:
             raise _problem(where, exc) from exc

@@ -62,8 +62,15 @@ CohortOpt = Annotated[
 
 
 def default_store(workspace: Path | None) -> Path:
-    """The store of the workspace (the current directory when ``None``)."""
-    return (workspace or Path.cwd()) / DEFAULT_STORE
+    """The store of the workspace (the current directory when ``None``).
+
+    Raises:
+        PermissionError: The workspace's ``.toolweave`` or ``center.db`` is a symbolic
+            link (:func:`toolweave.state.workspace_file`).
+    """
+    from toolweave.state import workspace_file
+
+    return workspace_file(workspace or Path.cwd(), DEFAULT_STORE.name)
 
 
 def open_center(url: str | None, workspace: Path | None = None, *, create: bool = False) -> Center:
@@ -79,7 +86,10 @@ def open_center(url: str | None, workspace: Path | None = None, *, create: bool 
     from toolweave.center import Center
     from toolweave.errors import CenterError
 
-    where = url if url else str(default_store(workspace))
+    try:
+        where = url if url else str(default_store(workspace))
+    except PermissionError as exc:
+        fail(str(exc), f"name the store with --center URL or {CENTER_ENV}")
     try:
         return Center.open(where, create=create)
     except CenterError as exc:

@@ -47,6 +47,11 @@ The default store is :class:`SQLiteStateStore` in ``<workspace>/.toolweave/state
 hosts pass another :class:`StateStore` to the session (``state_store=``) or put one into
 the shared resources: :class:`RedisStateStore` (the ``redis`` extra) for sessions whose
 turns run on several machines.
+
+A pack that keeps a file of its own in the workspace (memories, an index) puts it at
+:func:`workspace_file` (``<workspace>/.toolweave/<name>``, refused when a planted
+symbolic link would send it elsewhere) and makes its folder with :func:`make_folder`
+(inside an existing workspace only, with a ``.gitignore``), as the state store does.
 """
 
 from toolweave.state._redis import RedisStateStore
@@ -59,6 +64,7 @@ from toolweave.state._store import (
     StoredState,
     state_key,
 )
+from toolweave.state._workspace import make_folder, workspace_file
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -71,5 +77,7 @@ __all__ = [
     "StateStore",
     "StoredState",
     "default_state_path",
+    "make_folder",
     "state_key",
+    "workspace_file",
 ]

@@ -6,7 +6,6 @@ import contextlib
 import logging
 import os
 import sqlite3
-import stat
 import threading
 import time
 import weakref
@@ -17,6 +16,7 @@ from typing import final
 
 from toolweave.state._lockfile import exclusive
 from toolweave.state._store import StateConflict, StoredState
+from toolweave.state._workspace import FOLDER, make_folder, workspace_file
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStateStore", "default_state_path"]
 
@@ -99,7 +99,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 def default_state_path(workspace: Path) -> Path:
     """Where a workspace's state lives: ``<workspace>/.toolweave/state.db``."""
-    return workspace / ".toolweave" / "state.db"
+    return workspace / FOLDER / "state.db"
 
 
 _shared: weakref.WeakValueDictionary[Path, SQLiteStateStore] = weakref.WeakValueDictionary()
@@ -163,31 +163,18 @@ class SQLiteStateStore:
         """The :meth:`shared` store of ``workspace`` (``<workspace>/.toolweave/state.db``),
         the one a session uses when it is given none.
 
-        A workspace may come from elsewhere (a cloned repository), so its ``.toolweave``
-        folder and ``state.db`` are never symbolic links: one would send every session's
-        state files (and the moving aside of a damaged file) wherever it points, another
-        workspace's store included. SQLite itself refuses ``-wal`` and ``-shm`` links,
-        and the lock file is opened without following one.
+        Its ``.toolweave`` folder and ``state.db`` are never symbolic links
+        (:func:`~toolweave.state.workspace_file`); SQLite itself refuses ``-wal`` and
+        ``-shm`` links, and the lock file is opened without following one. The folder is
+        made by the first save, only inside an existing workspace (a session on a
+        workspace that does not exist keeps its state in memory and logs why).
 
         Raises:
             PermissionError: ``.toolweave`` or ``state.db`` is a symbolic link (a session
                 then keeps its state in memory and logs why; pass ``state_store=`` to keep
                 it elsewhere on purpose).
         """
-        path = default_state_path(Path(workspace))
-        file = os.fspath(path)
-        for part in (os.path.dirname(file), file):  # plain strings: cheaper than Paths
-            try:
-                mode = os.lstat(part).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                break  # made by the first save (which fails while a file is in the way)
-            if stat.S_ISLNK(mode):
-                raise PermissionError(
-                    f"{part} is a symbolic link (to {os.readlink(part)}); a workspace's "
-                    "state stays in its own .toolweave folder: remove the link, or pass "
-                    "state_store= to keep state elsewhere"
-                )
-        return cls.shared(path)
+        return cls.shared(workspace_file(workspace, "state.db"))
 
     @classmethod
     def shared(cls, path: str | Path) -> SQLiteStateStore:
@@ -230,16 +217,6 @@ class SQLiteStateStore:
     @property
     def _lock_path(self) -> Path:
         return self.path.with_name(f"{self.path.name}.lock")
-
-    def _prepare_folder(self) -> None:
-        folder = self.path.parent
-        if folder.name == ".toolweave" and not folder.exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            ignore = folder / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Created by toolweave: runtime state, not source.\n*\n")
-        else:
-            folder.mkdir(parents=True, exist_ok=True)
 
     def _open_locked(self) -> sqlite3.Connection:
         try:
@@ -402,7 +379,7 @@ class SQLiteStateStore:
         if not self.path.exists():
             if not create:
                 return None
-            self._prepare_folder()
+            make_folder(self.path)
         with exclusive(self._lock_path, self.busy_timeout):
             conn = self._holder[0] = self._open_locked()
         return conn

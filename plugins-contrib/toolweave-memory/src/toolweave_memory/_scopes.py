@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, StringConstraints
-from toolweave import Context, Resources, Session
+from toolweave import Context, ErrorKind, Resources, Session, ToolError
+from toolweave.state import workspace_file
 
 from toolweave_memory._store import MemoryStore
 
@@ -51,18 +52,35 @@ def visible_scopes(ctx: Context) -> tuple[str, str]:
 
 
 def default_path(workspace: Path) -> Path:
-    """Where a workspace keeps its memories: ``.toolweave/memory.db``."""
-    return workspace / ".toolweave" / "memory.db"
+    """Where a workspace keeps its memories: ``.toolweave/memory.db``.
+
+    Raises:
+        PermissionError: ``.toolweave`` or ``memory.db`` is a symbolic link (a cloned
+            workspace's link would send the memories elsewhere).
+    """
+    return workspace_file(workspace, "memory.db")
 
 
 def provide_store(resources: Resources, session: Session) -> None:
-    """A store in the session's workspace, unless the host provided one."""
-    resources.get_or_default(MemoryStore, lambda: MemoryStore(default_path(session.workspace)))
+    """A store in the session's workspace, unless the host provided one (none when the
+    workspace's file is refused: the tools then say why)."""
+    try:
+        path = default_path(session.workspace)
+    except PermissionError:
+        return
+    resources.get_or_default(MemoryStore, lambda: MemoryStore(path))
 
 
 def store_for(ctx: Context) -> MemoryStore:
-    """The session's store (the workspace's file when no pack or host provided one)."""
+    """The session's store (the workspace's file when no pack or host provided one).
+
+    Raises:
+        ToolError: ``permission_denied``, the workspace's file is refused.
+    """
     found = ctx.get(MemoryStore)
     if found is None:
-        found = MemoryStore(default_path(ctx.session.workspace))
+        try:
+            found = MemoryStore(default_path(ctx.session.workspace))
+        except PermissionError as exc:
+            raise ToolError(ErrorKind.PERMISSION_DENIED, f"memories are not kept: {exc}") from None
     return found

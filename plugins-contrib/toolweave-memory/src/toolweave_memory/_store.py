@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+from toolweave.state import make_folder
+
 __all__ = ["Memory", "MemoryStore", "SearchHit", "fts_query"]
 
 T = TypeVar("T")
@@ -192,7 +194,7 @@ class MemoryStore:
         for attempt in range(self.attempts):
             try:
                 if write:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    make_folder(self.path)
                 with closing(self._connect()) as conn:
                     self._prepare(conn)
                     return operation(conn)
