@@ -37,7 +37,7 @@ HELLO = """
 from toolweave import tool
 from toolweave.local import register_tool
 
-@register_tool(group="hello", permission=["admin"])
+@register_tool(group="hello"{permission})
 @tool(blocking=False)
 def {name}(who: str) -> str:
     '''Say hello.
@@ -80,17 +80,24 @@ def test_the_cli_and_the_library_agree_on_the_defaults() -> None:
     assert ENV_PLUGINS == LOCAL_ENV
 
 
+def hello(name: str, permission: str = "") -> str:
+    """A plugin file of one tool, ``name``, for every role or only for ``permission``."""
+    return HELLO.format(name=name, permission=f", permission={permission!r}" if permission else "")
+
+
 def test_tools_picks_up_the_workspace_folder_by_default(workspace: Path) -> None:
     """./tools/plugins is loaded with no flag; --no-plugins leaves it out."""
-    assert "text_summary" in names()
-    assert "text_summary" not in names("--no-plugins")
+    write(workspace / "tools" / "plugins" / "hello.py", hello("hello"))
+    assert "hello" in names()
+    assert "hello" not in names("--no-plugins")
 
 
 def test_plugins_flags_and_env(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--plugins DIR (repeatable) replaces the default; TOOLWEAVE_PLUGINS names folders
     separated by os.pathsep; the flag wins over the variable."""
-    write(workspace / "a" / "one.py", HELLO.format(name="hello_one"))
-    write(workspace / "b" / "two.py", HELLO.format(name="hello_two"))
+    write(workspace / "a" / "one.py", hello("hello_one"))
+    write(workspace / "b" / "two.py", hello("hello_two"))
+    admin = ("--center", str(workspace / "center.db"), "--role", "admin")
     assert names("--plugins", "a") >= {"hello_one"}
     assert "text_summary" not in names("--plugins", "a")
     assert names("--plugins", "a", "--plugins", "b") >= {"hello_one", "hello_two"}
@@ -98,7 +105,7 @@ def test_plugins_flags_and_env(workspace: Path, monkeypatch: pytest.MonkeyPatch)
     found = names()
     assert {"hello_one", "hello_two"} <= found
     assert "text_summary" not in found
-    assert names("--plugins", "tools/plugins") >= {"text_summary"}
+    assert names("--plugins", "tools/plugins", *admin) >= {"text_summary"}
     assert "hello_one" not in names("--no-plugins")
 
 
@@ -116,7 +123,8 @@ def test_a_broken_file_is_reported_and_the_others_load(workspace: Path) -> None:
     """tools warns on stderr with the file and line and lists the other files' tools;
     packs lists the file as failed with its line (JSON and table)."""
     broken = write(workspace / "tools" / "plugins" / "broken.py", "x = 1\ny = (\n")
-    code, out, err = invoke("tools", "--exclude", "fs,shell,search,plan")
+    admin = ("--center", str(workspace / "center.db"), "--role", "admin")
+    code, out, err = invoke("tools", "--exclude", "fs,shell,search,plan", *admin)
     assert code == 0, err
     assert "text_summary" in {d["name"] for d in json.loads(out)}
     assert f"{broken.resolve()}:2" in err.replace("\n", "")
@@ -134,36 +142,48 @@ def test_a_broken_file_is_reported_and_the_others_load(workspace: Path) -> None:
 
 
 def test_call_and_describe_a_plugin_tool(workspace: Path) -> None:
-    """call runs the seed's tool (a too-long text is refused before run); describe shows
-    where it comes from and its arguments."""
+    """call runs the seed's tool under a center for one of its roles (a too-long text is
+    refused before run); describe shows where a plugin tool comes from and its
+    arguments."""
+    admin = ("--center", str(workspace / "center.db"), "--role", "admin")
     code, out, err = invoke(
-        "call", "text_summary", '{"text": "hello world", "max_length": 5}', "--json"
+        "call", "text_summary", '{"text": "hello world", "max_length": 5}', "--json", *admin
     )
     assert code == 0, err
     assert json.loads(out)["output"] == {"ok": True, "summary": "hello"}
     code, _, err = invoke(
-        "call", "text_summary", json.dumps({"text": "x" * 5001, "max_length": 5}), "--no-ask"
+        "call",
+        "text_summary",
+        json.dumps({"text": "x" * 5001, "max_length": 5}),
+        "--no-ask",
+        *admin,
     )
     assert code == 1
     assert "invalid_params" in err
-    code, out, err = invoke("describe", "text_summary", "--json")
+    write(workspace / "tools" / "plugins" / "hello.py", hello("hello"))
+    code, out, err = invoke("describe", "hello", "--json")
     assert code == 0, err
     info = json.loads(out)
     assert info["origin"] == f"dir:{(workspace / 'tools' / 'plugins').resolve()}"
-    assert {a["name"] for a in info["arguments"]} == {"text", "max_length"}
-    code, _, err = invoke("describe", "text_summary", "--no-plugins")
+    assert {a["name"] for a in info["arguments"]} == {"who"}
+    code, _, err = invoke("describe", "hello", "--no-plugins")
     assert code == 2  # an unknown tool is a usage error (docs/cli.md)
-    assert "no tool named 'text_summary'" in err
+    assert "no tool named 'hello'" in err
 
 
 def test_roles_need_a_center(workspace: Path) -> None:
     """Under --center a plugin tool's permission hides it from other roles; without a
-    center it is listed for everyone."""
-    write(workspace / "tools" / "plugins" / "hello.py", HELLO.format(name="hello"))
+    center nothing would check it, so it is listed for no one and a warning says why."""
+    write(workspace / "tools" / "plugins" / "hello.py", hello("hello", "admin"))
     db = str(workspace / "center.db")
     assert "hello" not in names("--center", db, "--role", "dev")
     assert "hello" in names("--center", db, "--role", "admin")
-    assert "hello" in names()
+    assert "hello" not in names()
+    code, _, err = invoke("tools", "--exclude", "fs,shell,search,plan")
+    assert code == 0
+    assert "only a registry center enforces" in " ".join(err.split())
+    code, _, err = invoke("call", "hello", '{"who": "x"}')
+    assert code != 0
 
 
 def _demo_entry() -> dict[str, Any]:

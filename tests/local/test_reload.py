@@ -148,26 +148,35 @@ async def test_hot_reload_reaches_a_running_session(tmp_path: Path) -> None:
     assert ("flag", "later") in kinds
 
 
+OPEN = V1.replace(', permission=["dev"]', "")
+"""``note`` for every role."""
+
+
 async def test_hot_reload_without_a_center(tmp_path: Path) -> None:
     """Without a center, files are followed all the same (the tools simply leave the
-    session when their file is deleted)."""
+    session when their file is deleted); a tool with roles never joins, since nothing
+    would check them."""
     folder = tmp_path / "plugins"
     folder.mkdir()
+    write(folder / "guarded.py", V1.replace('"note"', '"guarded"'))
     session = host_toolset().session()
     plugins = PluginFolders([folder])
     plugins.attach(session)
     plugins.load()
     async with plugins.watching():
         await until(lambda: plugins.watch_ready, "the watcher started")
-        path = write(folder / "note.py", V1)
+        path = write(folder / "note.py", OPEN)
         await until(lambda: "note" in listed(session), "the new tool is listed")
-        write(path, V2)
+        write(path, V2.replace(', permission=["dev"]', ""))
         await until(
             lambda: "tag" in listed(session)["note"]["input_schema"]["properties"],
             "the changed schema is listed",
         )
         path.unlink()
         await until(lambda: "note" not in listed(session), "the deleted tool is gone")
+    assert "guarded" not in listed(session)
+    assert any("only a registry center enforces" in str(a) for a in plugins.alerts)
+    assert (await session.call("guarded", {"text": "x"})).error is not None
     plugins.close()
 
 
@@ -180,6 +189,6 @@ async def test_a_folder_created_later_is_followed(tmp_path: Path) -> None:
     assert plugins.load() == []
     async with plugins.watching():
         await until(lambda: plugins.watch_ready, "the watcher started")
-        write(tmp_path / "tools" / "plugins" / "note.py", V1)
+        write(tmp_path / "tools" / "plugins" / "note.py", OPEN)
         await until(lambda: "note" in listed(session), "the new folder's tool is listed")
     plugins.close()

@@ -110,7 +110,7 @@ def test_serve_http_with_plugins_stops_on_ctrl_c(tmp_path: Path) -> None:
     import subprocess
 
     folder = tmp_path / "plugins"
-    write(folder / "note.py", V1)
+    write(folder / "note.py", V1.replace(', permission=["dev"]', ""))
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWEAVE_")}
     with subprocess.Popen(
         [_console_script(), "serve", "--http", "127.0.0.1:0", "--plugins", str(folder), "--no-mcp"],

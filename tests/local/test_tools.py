@@ -168,17 +168,22 @@ async def test_typed_tools_carry_groups_and_roles(tmp_path: Path) -> None:
         plugins.close()
 
 
-async def test_without_a_center_every_tool_is_served(tmp_path: Path) -> None:
-    """Without a center nothing enforces permission: every tool joins the session."""
+async def test_without_a_center_only_tools_for_every_role_are_served(tmp_path: Path) -> None:
+    """Without a center nothing would enforce permission: the tools that have roles stay
+    out of the session (an alert each says why; calls are not_found), those for every
+    role join."""
     folder = tmp_path / "plugins"
     write(folder / "typed.py", TYPED)
     session = ToolSetBuilder().build().session()
     plugins = PluginFolders([folder])
     plugins.attach(session)
     plugins.load()
-    assert set(listed(session)) == {"shout", "add", "count_words"}
-    result = await session.call("add", {"a": 1, "b": 2}, "c1")
-    assert result.text == "3"
+    assert set(listed(session)) == {"count_words"}
+    assert (await session.call("count_words", {"text": "a b"}, "c1")).text == "2"
+    refused = await session.call("add", {"a": 1, "b": 2}, "c2")
+    assert refused.error is not None
+    assert refused.error.kind == ErrorKind.NOT_FOUND
+    assert {a.message.split(" ", 1)[0] for a in plugins.alerts} == {"shout", "add"}
     plugins.close()
     assert listed(session) == {}
 

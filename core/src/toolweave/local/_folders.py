@@ -9,6 +9,7 @@ import linecache
 import logging
 import os
 import re
+import stat
 import sys
 import types
 from collections.abc import AsyncIterator, Iterable
@@ -50,8 +51,8 @@ DROPPED = "no longer defined in plugin file {file}"
 """The reason of the center's disable of a tool its file no longer defines."""
 _OURS = re.compile(r"^(its plugin file .+ was deleted|no longer defined in plugin file .+)$")
 
-_FAILURES = (Exception, SystemExit)
-"""What a plugin file may raise at import without taking the host down."""
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""A tool name every provider format takes (the pattern of configured names)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,8 @@ class PluginFile:
             ``stale`` (its last version failed; the last good one is still served).
         tools: The names of the tools it provides now.
         alerts: Its current problems.
+        waiting: Names of tools it defines that another file holds (it takes them when
+            that file lets go).
     """
 
     path: Path
@@ -147,6 +150,7 @@ class PluginFile:
     status: Literal["loaded", "failed", "stale"] = "failed"
     tools: list[str] = field(default_factory=list)
     alerts: list[PluginAlert] = field(default_factory=list)
+    waiting: set[str] = field(default_factory=set)
     digest: str = ""
     signature: tuple[int, int] = (0, 0)
 
@@ -168,17 +172,32 @@ class PluginFile:
 
 
 class _Failed(Exception):
-    def __init__(self, alert: PluginAlert) -> None:
+    def __init__(self, alert: PluginAlert, alerts: list[PluginAlert] | None = None) -> None:
         super().__init__(str(alert))
-        self.alert = alert
+        self.alerts = alerts or [alert]
 
 
-def _signature(path: Path) -> tuple[int, int] | None:
+def _signature(path: Path) -> tuple[int, int]:
+    """Modification time and size (of a link's target), ``(0, 0)`` when unreadable."""
     try:
         st = path.stat()
     except OSError:
-        return None
+        return (0, 0)
     return (st.st_mtime_ns, st.st_size)
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of a regular file (following links); never blocks on a FIFO or a
+    device.
+
+    Raises:
+        OSError: It cannot be read, or is not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        return handle.read()
 
 
 def _module_name(path: Path) -> str:
@@ -224,8 +243,10 @@ class PluginFolders:
     sessions and are disabled in the center with a reason naming the file (not
     unregistered: the audit and the operators' flags stay).
 
-    Roles and groups are enforced by a registry center: without ``center`` the tools
-    are served to every session, whatever ``permission`` says.
+    Roles and groups are enforced by a registry center: a tool with a role whitelist
+    joins only sessions attached to ``center`` (attach them to it first); without a
+    center, or with a read-only one that cannot record the roles, it is left out with
+    an alert rather than served to every role.
 
     Example:
         ```python
@@ -340,6 +361,15 @@ class PluginFolders:
         """Put ``tool`` into ``session``, replacing the version this loader put there."""
         added = self._added(session)
         name = tool.name
+        if tool.roles is not None and not self._governs(session):
+            return PluginAlert(
+                tool.file,
+                None,
+                f"{name} allows only the roles {', '.join(tool.roles)}, which only a "
+                "registry center enforces: it is left out of sessions not under the "
+                "loader's center (attach the session to the center first)",
+                tool.source,
+            )
         built_in = session.toolset.get(name)
         if built_in is not None:
             return self._clash(tool, f"{source_of(built_in.tool)} ({built_in.tool.origin})")
@@ -357,6 +387,15 @@ class PluginFolders:
             )
         added.add(name)
         return None
+
+    def _governs(self, session: Session) -> bool:
+        """Whether the loader's center decides the roles of ``session``."""
+        from toolweave.center import CenterHook
+
+        center = self.center
+        return center is not None and any(
+            isinstance(hook, CenterHook) and hook.center is center for hook in session.hooks
+        )
 
     def _leave(self, name: str) -> None:
         for session, added in self._sessions:
@@ -420,38 +459,54 @@ class PluginFolders:
             self._delete(path)
         for path, folder in found.items():
             self._update(path, folder)
+        for file in list(self.files.values()):
+            if any(name not in self.tools for name in file.waiting):
+                file.digest = ""  # a name it waited for is free: load it again
+                self._update(file.path, file.folder)
         self._publish()
         return self.alerts
 
     def _update(self, path: Path, folder: Path) -> None:
         signature = _signature(path)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return  # gone between the scan and now: the next look deletes it
-        digest = hashlib.sha256(data).hexdigest()
         file = self.files.get(path)
+        unreadable: str | None = None
+        try:
+            data = _read(path)
+        except OSError as exc:
+            if not os.path.lexists(path):
+                return  # gone between the scan and now: the next look deletes it
+            data, unreadable = b"", f"cannot be read: {exc}"  # a dangling link, a FIFO, ...
+        digest = unreadable or hashlib.sha256(data).hexdigest()
         if file is not None and file.digest == digest:
-            file.signature = signature or (0, 0)
+            file.signature = signature
             return
         if file is None:
             file = self.files[path] = PluginFile(path, folder, _module_name(path))
+        file.signature = signature
         file.digest = digest
-        file.signature = signature or (0, 0)
         try:
-            found = self._import(file, data)
+            if unreadable is not None:
+                raise _Failed(PluginAlert(path, None, unreadable, file.source))
+            found, old = self._import(file, data)
             tools, alerts = self._tools_of(file, found)
+            if alerts and file.tools:  # a broken definition: keep the last good version
+                self._restore(file, old)
+                raise _Failed(alerts[0], alerts)
         except _Failed as failed:
-            file.alerts = [failed.alert]
+            file.alerts = failed.alerts
             file.status = "stale" if file.tools else "failed"
-            self._remember(failed.alert)
+            for alert in failed.alerts:
+                self._remember(alert)
             self.version += 1
             return
         self._apply(file, tools, alerts)
 
-    def _import(self, file: PluginFile, data: bytes) -> list[object]:
+    def _import(
+        self, file: PluginFile, data: bytes
+    ) -> tuple[list[object], types.ModuleType | None]:
         """Execute the file as a fresh module under its name; on failure the previous
-        module (the last good version) is put back."""
+        module (the last good version) is put back. Returns what it marked and that
+        previous module."""
         name = file.module
         path = file.path
         old = sys.modules.pop(name, None)
@@ -464,14 +519,21 @@ class PluginFolders:
             with collecting() as found:
                 code = compile(data, str(path), "exec", dont_inherit=True)
                 exec(code, module.__dict__)
-        except _FAILURES as exc:
-            sys.modules.pop(name, None)
-            if old is not None:
-                sys.modules[name] = old
+        except KeyboardInterrupt:
+            self._restore(file, old)
+            raise
+        except BaseException as exc:  # the file's own doing: SystemExit, GeneratorExit, ...
+            self._restore(file, old)
             raise _Failed(
                 PluginAlert(path, _line_of(exc, path), _describe(exc), file.source)
             ) from exc
-        return found
+        return found, old
+
+    @staticmethod
+    def _restore(file: PluginFile, old: types.ModuleType | None) -> None:
+        sys.modules.pop(file.module, None)
+        if old is not None:
+            sys.modules[file.module] = old
 
     def _tools_of(
         self, file: PluginFile, found: list[object]
@@ -486,13 +548,21 @@ class PluginFolders:
             if spec is None:
                 continue
             line = _definition_line(obj, file.path)
+            what = getattr(obj, "__qualname__", repr(obj))
             try:
                 if isinstance(obj, type) and issubclass(obj, BaseLocalTool):
                     erased = erase_local(obj(), file.source)
                 else:
                     erased = erase(obj, origin=file.source)  # type: ignore[arg-type]
-            except _FAILURES as exc:
-                what = getattr(obj, "__qualname__", repr(obj))
+                if not _NAME.fullmatch(erased.id):
+                    raise ValueError(
+                        f"its name {erased.id!r} is not 1 to 64 letters, digits, '_', '.' "
+                        "or '-' (what every provider takes)"
+                    )
+                erased.listed_schema  # noqa: B018 - built now: a schema that cannot be is an alert
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # the file's own doing
                 alerts.append(
                     PluginAlert(file.path, line, f"{what} is not a valid tool: {exc}", file.source)
                 )
@@ -512,9 +582,11 @@ class PluginFolders:
 
     def _apply(self, file: PluginFile, tools: list[PluginTool], alerts: list[PluginAlert]) -> None:
         kept: list[str] = []
+        file.waiting = set()
         for tool in tools:
             owner = self.tools.get(tool.name)
             if owner is not None and owner.file != file.path:
+                file.waiting.add(tool.name)
                 alerts.append(
                     PluginAlert(
                         file.path,
@@ -562,8 +634,22 @@ class PluginFolders:
 
     def _register(self, tool: PluginTool) -> PluginAlert | None:
         center = self.center
-        if center is None or center.store.readonly:
-            return None
+        if center is None:
+            return None  # roles: sessions without a center do not get the tool (_join)
+        if center.store.readonly:
+            record = center.snapshot.records.get(tool.name)
+            if tool.roles is None or (
+                record is not None and record.source == tool.source and record.roles == tool.roles
+            ):
+                return None  # recorded by a process that can write: the center enforces them
+            return PluginAlert(
+                tool.file,
+                None,
+                f"{tool.name} allows only the roles {', '.join(tool.roles)}, and the center "
+                "is read-only: it cannot record them to enforce them; the tool is left out "
+                "rather than served to every role",
+                tool.source,
+            )
         try:
             center.register([tool.record()], actor=self.actor)
             own = center.snapshot.flags.get(("tool", tool.name, "status"))
@@ -585,6 +671,13 @@ class PluginFolders:
         record = center.snapshot.records.get(name)
         if record is None or record.source != tool.source:
             return
+        status = center.snapshot.flags.get(("tool", name, "status"))
+        if (
+            status is not None
+            and status.get("status") != "enabled"
+            and not _OURS.match(str(status.get("reason", "")))
+        ):
+            return  # an operator's disable stays as they set it (and is not undone later)
         try:
             center.disable(name, actor=self.actor, reason=reason)
         except CenterError as exc:

@@ -23,24 +23,26 @@ class LocalSpec:
 
     Attributes:
         groups: The center groups of the tool (operators enable and disable them together).
-        roles: The role whitelist (``None``: every role). Enforced by a registry center
-            only: a session without a center runs the tool for anyone.
+        roles: The role whitelist (``None``: every role). Enforced by a registry center:
+            the loader serves such a tool only to sessions under its center.
     """
 
     groups: tuple[str, ...] = ()
     roles: tuple[str, ...] | None = None
 
 
-_lock = threading.RLock()
+_imports = threading.RLock()
 _collectors: list[list[object]] = []
 
 
 @contextmanager
 def collecting() -> Iterator[list[object]]:
     """Collect every object ``@register_tool`` marks while the block runs (the loader
-    wraps the import of one plugin file in it)."""
+    wraps the import of one plugin file in it). Blocks run one at a time; a mark made
+    meanwhile by a thread the file started is collected too (marking takes no lock, so
+    such a thread never waits for the import that waits for it)."""
     found: list[object] = []
-    with _lock:
+    with _imports:
         _collectors.append(found)
         try:
             yield found
@@ -102,11 +104,13 @@ def register_tool(
         target: The tool, when used bare (``@register_tool``).
         group: A group name or several (the center's ``groups``).
         permission: The roles allowed to call it (the center's role whitelist; ``None``:
-            every role). Roles are enforced by a registry center only.
+            every role). Roles are enforced by a registry center: a tool that has them
+            is served only to sessions under the loader's (writable) center.
 
     Raises:
-        TypeError: The object is not a tool, or a group or role is not a non-empty
-            string, or ``permission`` is an empty list (leave it out for every role).
+        TypeError: The object is not a tool, or is marked already, or a group or role
+            is not a non-empty string, or ``permission`` is an empty list (leave it out
+            for every role).
     """
     groups = _names(group, "group") or ()
     roles = _names(permission, "role")
@@ -120,6 +124,11 @@ def register_tool(
         from toolweave.authoring import Tool, tool
         from toolweave.local._base import BaseLocalTool
 
+        if spec_of(obj) is not None:
+            raise TypeError(
+                f"register_tool is applied twice to {getattr(obj, '__qualname__', obj)!r}; "
+                "mark a tool once, with all its groups and roles"
+            )
         if isinstance(obj, type) and issubclass(obj, Tool | BaseLocalTool):
             pass
         elif callable(obj) and not isinstance(obj, type):
@@ -130,9 +139,9 @@ def register_tool(
                 f"subclass, not {obj!r}"
             )
         setattr(obj, MARK, spec)
-        with _lock:
-            if _collectors:
-                _collectors[-1].append(obj)
+        collectors = _collectors
+        if collectors:
+            collectors[-1].append(obj)
         return obj
 
     if target is not None:
