@@ -215,6 +215,35 @@ def test_tokens(center: Center, toolset: ToolSet) -> None:
     assert last_change(center).actor == "admin-api"
 
 
+@pytest.mark.parametrize(
+    "host",
+    ["127.attacker.example:8770", "127.0.0.1.nip.io:8770", "localhost.attacker.example",
+     "[::2]:8770", "127.0.0.1:80x", "[::1]8770"],
+)  # fmt: skip
+def test_rebound_hosts_are_refused(center: Center, toolset: ToolSet, host: str) -> None:
+    """Without tokens, a Host that only starts like a loopback address (what a DNS-
+    rebinding page sends) can neither read nor change anything."""
+    center.attach(toolset.session())
+    client = TestClient(admin_app(center), base_url="http://127.0.0.1:8770")
+    headers = {"Host": host}
+    problem(client.get("/api/tools", headers=headers), 403)
+    problem(client.get("/fragments/tools", headers=headers), 403)
+    write = {**headers, "Origin": f"http://{host}"}
+    problem(client.post("/api/tools/echo/disable", json={}, headers=write), 403)
+    assert center.tool("echo").status.value == "enabled"
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "127.0.0.1:8770", "127.4.5.6:1", "localhost:8770", "[::1]:8770",
+             "[::1]", "LOCALHOST"],
+)  # fmt: skip
+def test_loopback_hosts_are_served(center: Center, toolset: ToolSet, host: str) -> None:
+    """Without tokens, loopback names and addresses, with or without a port, are served."""
+    center.attach(toolset.session())
+    client = TestClient(admin_app(center), base_url="http://127.0.0.1:8770")
+    assert client.get("/api/tools", headers={"Host": host}).status_code == 200
+
+
 def test_not_found_and_method_not_allowed(api: TestClient) -> None:
     """Unknown tools, operations, collections and routes are 404s; a wrong method on a
     known route is a 405; each with a problem body."""

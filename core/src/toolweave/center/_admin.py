@@ -114,18 +114,36 @@ def check_exposure(host: str, tokens: Mapping[str, str]) -> None:
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
+def _loopback_host(host: str) -> bool:
+    """Whether a ``Host`` header names this machine's loopback interface: a loopback
+    name, or a loopback address (IPv6 in brackets), with or without a port. Names that
+    merely start with ``127.`` (``127.attacker.example``) are not."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        name, sep, rest = host[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            return False
+        port = rest[1:]
+    else:
+        name, _, port = host.partition(":") if host.count(":") == 1 else (host, "", "")
+    if port and not (port.isascii() and port.isdigit()):
+        return False
+    if name in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def _same_site(request: Request, *, open_: bool) -> None:
     """Refuse what a web page in the operator's browser could send or read: writes from
     another origin, writes whose body is not declared JSON (a form or ``text/plain``
     needs no preflight), and, on a server without tokens, a ``Host`` that is not a
     loopback name (a DNS-rebinding page)."""
     host = request.headers.get("host", "")
-    if open_:
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        if name not in _LOOPBACK_NAMES and not name.startswith("127."):
-            raise Problem(
-                403, "Forbidden", "without a token this API answers loopback clients only"
-            )
+    if open_ and not _loopback_host(host):
+        raise Problem(403, "Forbidden", "without a token this API answers loopback clients only")
     if request.method in ("GET", "HEAD", "OPTIONS"):
         return
     origin = request.headers.get("origin")
