@@ -401,6 +401,47 @@ def test_nan_and_infinity_are_refused(api: TestClient) -> None:
     assert client.get("/api/audit").status_code == 200
 
 
+def test_numbers_out_of_range_are_refused(api: TestClient, center: Center) -> None:
+    """A number that overflows a float (1e999) is refused like Infinity, in breaker
+    settings and in a pushed schema; nothing is stored and every read still answers."""
+    client = TestClient(api.app, headers=AUTH, raise_server_exceptions=False)
+    version = center.version
+    for body in (b'{"cooldown": 1e999}', b'{"window": -1e999}', b'{"slow_ms": 1E400}'):
+        problem(client.put("/api/breakers/echo", content=body, headers=JSON_BODY), 400)
+    huge = b'{"cooldown": 1%s}' % (b"0" * 400)  # an int no float can hold
+    problem(client.put("/api/breakers/echo", content=huge, headers=JSON_BODY), 422)
+    schema = b'{"type": "object", "properties": {"n": {"type": "number", "maximum": 1e999}}}'
+    pushed = json.dumps({**PUSHED, "input_schema": "SCHEMA"}).encode().replace(b'"SCHEMA"', schema)
+    problem(client.post("/api/tools", content=pushed, headers=JSON_BODY), 400)
+    assert center.version == version
+    for read in ("/api/tools", "/api/breakers", "/api/audit"):
+        assert client.get(read).status_code == 200, read
+    assert "weather" not in [t["name"] for t in client.get("/api/tools").json()]
+
+
+def test_the_center_never_stores_a_number_out_of_range(center: Center, toolset: ToolSet) -> None:
+    """In Python too: breaker settings refuse infinities and NaN, and a pushed schema
+    holding one is refused with a CenterError, before anything is stored."""
+    center.attach(toolset.session())
+    for bad in ({"cooldown": float("inf")}, {"window": float("nan")}, {"slow_ms": 10**400}):
+        with pytest.raises(CenterError, match="finite"):
+            BreakerSettings(**bad)  # type: ignore[arg-type]
+    version = center.version
+    schema = {"type": "object", "properties": {"n": {"type": "number", "maximum": float("inf")}}}
+    with pytest.raises(CenterError, match="not JSON"):
+        center.push_tool(
+            "weather", description="The weather.", input_schema=schema,
+            endpoint={"url": "https://weather.example.com/now"},
+        )  # fmt: skip
+    with pytest.raises(CenterError, match="not JSON"):
+        center.store.update_flag(
+            "tool", "echo", "breaker", lambda _: {"cooldown": float("inf")},
+            actor="test", reason="", action="breaker",
+        )  # fmt: skip
+    assert center.store.version() == version
+    assert "weather" not in [t.name for t in center.tools()]
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -13,6 +13,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -159,6 +160,13 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:30]} is out of range")
+    return value
+
+
 async def _body(request: Request) -> dict[str, Any]:
     raw = b""
     async for chunk in request.stream():
@@ -168,7 +176,7 @@ async def _body(request: Request) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw, parse_constant=_no_constant)
+        data = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
     except (ValueError, UnicodeDecodeError) as exc:
         raise Problem(400, "Malformed JSON", f"the body is not JSON: {exc}") from None
     if not isinstance(data, dict):

@@ -178,7 +178,10 @@ class Snapshot:
             elif flag == "status" and scope in ("group", "source"):
                 off[(scope, target)] = (Status(value["status"]), value.get("reason", ""))
             elif flag == "breaker":
-                self.breaker_cfg[target] = BreakerSettings(**value)
+                try:
+                    self.breaker_cfg[target] = BreakerSettings(**value)
+                except (CenterError, TypeError) as exc:  # written before it was checked
+                    logger.error("the breaker settings of %s are ignored: %s", target, exc)
             elif scope == "breaker" and flag == "state":
                 self.open[target] = (value["state"], float(value["until"]))
         for name, record in self.records.items():

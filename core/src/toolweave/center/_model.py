@@ -4,6 +4,7 @@ entries, breaker settings, and its errors."""
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -124,6 +125,10 @@ class BreakerSettings:
     slow_ms: float | None = None
 
     def __post_init__(self) -> None:
+        for name in ("failures", "window", "cooldown", "slow_ms"):
+            value = getattr(self, name)
+            if value is not None and not _finite(value):
+                raise CenterError(f"breaker {name} must be a finite number (got {value!r:.40})")
         if self.failures < 1 or self.window <= 0 or self.cooldown < 0:
             raise CenterError(
                 "breaker settings need failures >= 1, window > 0 and cooldown >= 0 "
@@ -132,6 +137,13 @@ class BreakerSettings:
             )
         if self.slow_ms is not None and self.slow_ms <= 0:
             raise CenterError(f"breaker slow_ms must be positive (got {self.slow_ms})")
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return isinstance(value, int | float) and math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 LOCAL_SLOW_MS = 500.0

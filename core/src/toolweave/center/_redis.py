@@ -21,7 +21,14 @@ from toolweave.center._model import (
     ChangeEvent,
     ToolRecord,
 )
-from toolweave.center._store import FEED_KEEP, CenterStore, FlagUpdate, StoreSnapshot, _merge
+from toolweave.center._store import (
+    FEED_KEEP,
+    CenterStore,
+    FlagUpdate,
+    StoreSnapshot,
+    _dump,
+    _merge,
+)
 
 __all__ = ["RedisCenterStore"]
 
@@ -39,11 +46,16 @@ no longer bounds its time."""
 _SCAN_MAX = 1_000_000
 """Audit entries a query reads at most (newest first) before it answers what it found."""
 
-_compact = json.JSONEncoder(separators=(",", ":"), default=str).encode
+_encoder = json.JSONEncoder(separators=(",", ":"), default=str, allow_nan=False)
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+def _compact(value: Any) -> str:
+    try:
+        return _encoder.encode(value)
+    except ValueError as exc:
+        raise CenterError(
+            f"the center cannot keep this value: {exc} (NaN and infinities are not JSON)"
+        ) from None
 
 
 class _Retry(Exception):

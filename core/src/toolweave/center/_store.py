@@ -188,7 +188,20 @@ def _merge(before: dict[str, Any], data: dict[str, Any]) -> None:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    """Canonical JSON of ``value``.
+
+    Raises:
+        CenterError: ``value`` holds a number JSON cannot carry (NaN, an infinity), so
+            nothing that could not be read back is ever stored.
+    """
+    try:
+        return json.dumps(
+            value, sort_keys=True, separators=(",", ":"), default=str, allow_nan=False
+        )
+    except ValueError as exc:
+        raise CenterError(
+            f"the center cannot keep this value: {exc} (NaN and infinities are not JSON)"
+        ) from None
 
 
 def _problem(path: str, exc: sqlite3.Error) -> CenterError:
