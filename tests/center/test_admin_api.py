@@ -4,8 +4,9 @@ check, and the change feed over a real uvicorn server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -353,6 +354,50 @@ async def test_the_feed_delivers_changes(center: Center, toolset: ToolSet) -> No
     assert event["id"] == str(center.version)
     data = json.loads(event["data"])
     assert (data["target"], data["version"]) == ("look", center.version)
+
+
+@contextlib.asynccontextmanager
+async def running(app: Any) -> AsyncIterator[str]:
+    """``app`` served by uvicorn on a free port of 127.0.0.1: its base URL."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(10):
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event for it
+                await anyio.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+        finally:
+            server.should_exit = True
+
+
+@pytest.mark.anyio
+async def test_the_feed_refuses_a_bad_last_event_id(center: Center, toolset: ToolSet) -> None:
+    """A resume point that is not a version SQLite or Redis can take (a digit that is
+    not ASCII, a number of 2**63 or more, thousands of digits) is a 400 problem before
+    the stream starts; a good one replays what was missed."""
+    center.attach(toolset.session())
+    center.disable("look")
+    async with (
+        running(admin_app(center, tokens={"ci": SECRET})) as url,
+        httpx.AsyncClient(base_url=url, timeout=10, headers=AUTH) as client,
+    ):
+        for bad in ("\u00b2", "9" * 23, str(2**63), "1" * 5000, "-1", "1.5"):
+            answer = await client.get("/api/feed", params={"since": bad})
+            assert "a version" in problem(answer, 400)["detail"]
+        for bad in ("99999999999999999999999", "1" * 5000):
+            answer = await client.get("/api/feed", headers={"Last-Event-ID": bad})
+            problem(answer, 400)
+        async with client.stream("GET", "/api/feed", params={"since": "0"}) as feed:
+            assert feed.status_code == 200
+            with anyio.fail_after(5):
+                async for line in feed.aiter_lines():
+                    if line.startswith("data:"):
+                        break
+            assert json.loads(line[5:])["version"] == 1
 
 
 # -- never a 500 ---------------------------------------------------------------------------

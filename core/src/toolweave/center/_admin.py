@@ -459,13 +459,22 @@ def admin_app(
 
             loop.call_soon_threadsafe(put)
 
-        last = request.headers.get("last-event-id") or request.query_params.get("since")
+        last = request.headers.get("last-event-id") or request.query_params.get("since") or None
+        if last is not None and not (
+            last.isascii() and last.isdigit() and len(last) <= 19 and int(last) < 2**63
+        ):
+            raise Problem(
+                400,
+                "Bad request",
+                f"Last-Event-ID and 'since' are a version (a whole number below 2**63), "
+                f"not {last[:30]!r}",
+            )
         unsubscribe = center.subscribe(deliver)
 
         async def stream() -> AsyncIterator[str]:
             try:
                 yield f"retry: 1000\n: toolweave center {center.version}\n\n"
-                if last is not None and last.isdigit():
+                if last is not None:
                     for event in await blocking(lambda: center.store.changes_since(int(last))):
                         yield _sse(event)
                 while True:
