@@ -295,6 +295,31 @@ def test_bad_bodies(api: TestClient, center: Center) -> None:
     assert center.version == version
 
 
+def test_deeply_nested_bodies_are_malformed(api: TestClient, center: Center) -> None:
+    """A body nested past what the center keeps, whether the JSON parser gives up on it
+    or not, is a 400 malformed JSON, and nothing is stored."""
+    client = TestClient(api.app, headers=AUTH, raise_server_exceptions=False)
+    version = center.version
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for path in ("/api/tools", "/api/tools/echo/pin", "/api/breakers/echo"):
+        method = "PUT" if "breakers" in path else "POST"
+        problem(client.request(method, path, content=deep, headers=JSON_BODY), 400)
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    inner = schema
+    for _ in range(500):  # within the parser's reach, beyond what the center keeps
+        inner["x"] = {}
+        inner = inner["x"]
+    answer = client.post("/api/tools", json={**PUSHED, "input_schema": schema})
+    assert "nests deeper" in problem(answer, 400)["detail"]
+    with pytest.raises(CenterError, match="nests deeper"):
+        center.push_tool(
+            "weather", description="The weather.", input_schema=schema,
+            endpoint={"url": "https://weather.example.com/now"},
+        )  # fmt: skip
+    assert center.version == version
+    assert client.get("/api/tools").status_code == 200
+
+
 def test_check_exposure() -> None:
     """Serving off loopback needs a token; loopback never does."""
     with pytest.raises(CenterError, match="without a token"):

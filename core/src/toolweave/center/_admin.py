@@ -26,7 +26,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from toolweave.center._model import BreakerSettings, CenterError, ChangeEvent, Status
+from toolweave.center._model import (
+    MAX_DEPTH,
+    BreakerSettings,
+    CenterError,
+    ChangeEvent,
+    Status,
+    nesting,
+)
 
 if TYPE_CHECKING:
     from toolweave.center._center import Center
@@ -175,10 +182,17 @@ async def _body(request: Request) -> dict[str, Any]:
             raise Problem(413, "Request too large", f"bodies are at most {MAX_BODY} bytes")
     if not raw.strip():
         return {}
+    too_deep = False
     try:
         data = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
     except (ValueError, UnicodeDecodeError) as exc:
         raise Problem(400, "Malformed JSON", f"the body is not JSON: {exc}") from None
+    except RecursionError:
+        too_deep = True
+    if too_deep or nesting(data) > MAX_DEPTH:
+        raise Problem(
+            400, "Malformed JSON", f"the body nests deeper than {MAX_DEPTH} lists or objects"
+        )
     if not isinstance(data, dict):
         raise Problem(422, "Unprocessable body", "the body must be a JSON object")
     return data

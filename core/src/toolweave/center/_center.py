@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, final
 from toolweave.catalog._config import did_you_mean
 from toolweave.catalog._describe import NOT_FOR_HINT, says_what_not
 from toolweave.center._model import (
+    MAX_DEPTH,
     SETTABLE,
     AuditEntry,
     BreakerSettings,
@@ -31,6 +32,7 @@ from toolweave.center._model import (
     Status,
     ToolRecord,
     ToolState,
+    nesting,
 )
 from toolweave.center._store import CenterStore, Flags, SQLiteCenterStore
 
@@ -685,6 +687,8 @@ class Center:
 
         if not isinstance(input_schema, Mapping) or input_schema.get("type", "object") != "object":
             raise CenterError(f"the schema of {name!r} must be a JSON Schema object")
+        if nesting(input_schema) > MAX_DEPTH or nesting(endpoint) > MAX_DEPTH:
+            raise CenterError(f"the schema or endpoint of {name!r} nests deeper than {MAX_DEPTH}")
         if not _NAME.fullmatch(name):
             raise CenterError(
                 f"tool name {name!r} must be 1-64 letters, digits, '_' or '-' (what every "

@@ -139,6 +139,30 @@ class BreakerSettings:
             raise CenterError(f"breaker slow_ms must be positive (got {self.slow_ms})")
 
 
+MAX_DEPTH = 100
+"""How deeply JSON the center keeps (a schema, an endpoint, a body) may nest."""
+
+
+def nesting(value: Any) -> int:
+    """How deeply ``value`` nests lists and dicts (0: a scalar), counted without
+    recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def _finite(value: Any) -> bool:
     try:
         return isinstance(value, int | float) and math.isfinite(value)
