@@ -320,6 +320,20 @@ def test_deeply_nested_bodies_are_malformed(api: TestClient, center: Center) -> 
     assert client.get("/api/tools").status_code == 200
 
 
+def test_audit_fragment_limits(api: TestClient, center: Center) -> None:
+    """The dashboard's audit tail takes ASCII digits only (a 400 problem otherwise) and
+    holds a limit of any length to 1000 entries."""
+    client = TestClient(api.app, headers=AUTH, raise_server_exceptions=False)
+    for bad in ("\u00b2", "\u0661", "-1", "ten"):
+        answer = client.get("/fragments/audit", params={"limit": bad})
+        assert "whole number" in problem(answer, 400)["detail"]
+    rows = len(center.audit(limit=1000))
+    for good, shown in (("1" * 5000, rows), ("0" * 40 + "2", 2), ("0", 1)):
+        answer = client.get("/fragments/audit", params={"limit": good})
+        assert answer.status_code == 200, answer.text
+        assert answer.text.count("<tr") - 1 == min(shown, rows), good
+
+
 def test_check_exposure() -> None:
     """Serving off loopback needs a token; loopback never does."""
     with pytest.raises(CenterError, match="without a token"):

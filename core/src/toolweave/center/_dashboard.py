@@ -77,8 +77,10 @@ def dashboard_routes(
     async def audit(request: Request, actor: str) -> Response:
         q = request.query_params
         limit = q.get("limit") or "50"
-        if not limit.isdigit():
+        if not (limit.isascii() and limit.isdigit()):
             raise Problem(400, "Bad query", f"'limit' must be a whole number, not {limit[:30]!r}")
+        digits = limit.lstrip("0") or "0"
+        count = 1000 if len(digits) > 4 else max(1, min(int(digits), 1000))
         age = q.get("since") or ""
         if age and age not in AGES:
             raise Problem(
@@ -95,7 +97,7 @@ def dashboard_routes(
                 session=q.get("session") or None,
                 outcome=q.get("outcome") or None,
                 since=since,
-                limit=max(1, min(int(limit), 1000)),
+                limit=count,
             )
         )
         return _html(_render_audit(entries))
