@@ -191,6 +191,32 @@ def test_push_and_remove(api: TestClient, center: Center) -> None:
     problem(api.put("/api/mcp-servers/time", json={"config": {"nothing": 1}}), 400)
 
 
+def test_no_flag_outlives_its_tool(center_url: str, toolset: ToolSet) -> None:
+    """A change to a tool another client has just unregistered (this center's view
+    still lists it) is refused by the store with a 404, instead of leaving a flag that
+    a tool registered later under the name would inherit."""
+    stale = Center.open(center_url, poll_interval=3600)  # no thread: its view stays
+    try:
+        stale.register_toolset(toolset)
+        with Center.open(center_url) as other:
+            other.unregister("echo", actor="ops")
+        assert "echo" in [t.name for t in stale.tools()]  # the stale view
+        with pytest.raises(CenterError, match="holds no tool"):
+            stale.set_roles("echo", ["admin"], actor="ops")
+        api = TestClient(admin_app(stale, tokens={"ci": SECRET}), headers=AUTH)
+        problem(api.post("/api/tools/echo/disable", json={"reason": "race"}), 404)
+        problem(api.put("/api/tools/echo/roles", json={"roles": ["admin"]}), 404)
+        problem(api.post("/api/tools/echo/pin", json={"version": "2"}), 404)
+        _, _, flags = stale.store.load()
+        assert [key for key in flags if key[:2] == ("tool", "echo")] == []
+        with Center.open(center_url) as other:
+            other.register_toolset(toolset)
+            fresh = other.tool("echo")
+            assert (fresh.status.value, fresh.roles, fresh.pins) == ("enabled", None, {})
+    finally:
+        stale.close()
+
+
 # -- problems ----------------------------------------------------------------------------
 
 

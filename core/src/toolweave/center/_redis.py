@@ -302,11 +302,15 @@ class RedisCenterStore(CenterStore):
         reason: str,
         action: str,
     ) -> ChangeEvent | None:
-        flags = self._key("flags")
+        flags, tools = self._key("flags"), self._key("tools")
         field = _SEP.join((scope, target, flag))
         label = target if scope == "tool" else f"{scope}:{target}"
 
         async def plan(pipe: Any, version: int) -> Any:
+            # Under the WATCH of the version an unregistration bumps: a tool removed
+            # meanwhile makes this transaction retry, and then fail here.
+            if scope == "tool" and not await pipe.hexists(tools, target):
+                raise CenterError(f"the center holds no tool named {target!r}")
             raw = await pipe.hget(flags, field)
             before = json.loads(raw) if raw is not None else None
             after = update(before)

@@ -86,7 +86,12 @@ class CenterStore(ABC):
         action: str,
     ) -> ChangeEvent | None:
         """Read-modify-write one flag in one transaction, audited as ``action``;
-        ``None`` when the value did not change (nothing is written)."""
+        ``None`` when the value did not change (nothing is written).
+
+        Raises:
+            CenterError: ``scope`` is ``tool`` and the store holds no tool ``target``
+                (checked in the same transaction, so a flag never outlives its tool).
+        """
 
     @abstractmethod
     def append_calls(self, rows: Sequence[CallRow]) -> None:
@@ -451,6 +456,10 @@ class SQLiteCenterStore(CenterStore):
         action: str,
     ) -> ChangeEvent | None:
         with self._write() as conn:
+            if scope == "tool" and (
+                conn.execute("SELECT 1 FROM tools WHERE name = ?", (target,)).fetchone() is None
+            ):
+                raise CenterError(f"the center holds no tool named {target!r}")
             row = conn.execute(
                 "SELECT value FROM flags WHERE scope = ? AND target = ? AND flag = ?",
                 (scope, target, flag),
