@@ -286,6 +286,44 @@ def test_not_found_and_method_not_allowed(api: TestClient) -> None:
     problem(api.delete("/api/health"), 405)
 
 
+def test_unknown_groups_and_sources_are_not_found(api: TestClient, center: Center) -> None:
+    """A status change on a group or source the center does not know is a 404 naming
+    the close ones (a mistyped emergency brake never reports success); a group known
+    only by the status set on it before can still be switched back."""
+    version = center.version
+    for path, close in (("/api/groups/opps/disable", "ops"), ("/api/sources/hots/disable", "host")):
+        detail = problem(api.post(path, json={"reason": "incident"}), 404)["detail"]
+        assert f"did you mean {close}" in detail, detail
+    with pytest.raises(CenterError, match="holds no group named 'opps'"):
+        center.disable(group="opps")
+    with pytest.raises(CenterError, match="holds no source named 'hots'"):
+        center.disable(source="hots")
+    assert center.version == version
+    assert api.post("/api/groups/ops/disable").json()["changed"] is True
+    for name in ("boom", "write"):
+        center.set_groups(name, [])
+    assert api.post("/api/groups/ops/enable").json()["changed"] is True
+    problem(api.post("/api/groups/ops/disable"), 404)  # no tool and no status left
+
+
+def test_versions_a_tool_does_not_have_are_refused(api: TestClient, center: Center) -> None:
+    """A pin or a rollout to a version the tool does not have is a 400 naming the known
+    ones, or saying there are none (a pushed tool has none); nothing is stored."""
+    assert api.post("/api/tools", json=PUSHED).status_code == 201
+    assert center.tool("weather").record.versions == ()
+    version = center.version
+    for path, body in (("pin", {"version": "does-not-exist"}),
+                       ("rollout", {"version": "does-not-exist", "percent": 10})):  # fmt: skip
+        detail = problem(api.post(f"/api/tools/weather/{path}", json=body), 400)["detail"]
+        assert "known: none" in detail, detail
+    with pytest.raises(CenterError, match="known: none"):
+        center.pin("weather", "1")
+    detail = problem(api.post("/api/tools/echo/pin", json={"version": "9"}), 400)["detail"]
+    assert "known: 1, 2" in detail
+    assert center.version == version
+    assert center.tool("weather").pins == {}
+
+
 def test_bad_bodies(api: TestClient, center: Center) -> None:
     """Malformed JSON is a 400, a body over the limit a 413, a body that is not an
     object or has fields of the wrong type a 422; nothing changes."""

@@ -14,6 +14,7 @@ import ipaddress
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -69,7 +70,9 @@ def _problem_response(status: int, title: str, detail: str, instance: str) -> JS
 
 def _center_problem(exc: CenterError) -> Problem:
     text = str(exc)
-    if "holds no tool" in text or ("has no version" in text and "known" not in text):
+    if re.search(r"holds no (tool|group|source) named", text) or (
+        "has no version" in text and "known" not in text
+    ):
         return Problem(404, "Not found", text)
     if "already registered by" in text:
         return Problem(409, "Conflict", text)

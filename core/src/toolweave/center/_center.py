@@ -932,7 +932,26 @@ class Center:
         scope, target = given[0]
         if scope == "tool":
             self._record(target)
+        elif target not in self._known(scope):
+            self.refresh()  # another process may have registered it a moment ago
+            known = self._known(scope)
+            if target not in known:
+                raise CenterError(
+                    f"the center holds no {scope} named {target!r}{did_you_mean(target, known)}"
+                )
         return scope, target
+
+    def _known(self, scope: str) -> set[str]:
+        """The groups (``scope="group"``) or sources the center knows: those of its
+        tools, those with a flag (a status set before), and pushed MCP servers."""
+        snap = self.snapshot
+        known = {target for (kind, target, _) in snap.flags if kind == scope}
+        if scope == "group":
+            known.update(g for groups in snap.groups.values() for g in groups)
+        else:
+            known.update(record.source for record in snap.records.values())
+            known.update(f"mcp:{t}" for (kind, t, flag) in snap.flags if kind == "mcp")
+        return known
 
     def set_status(
         self,
@@ -949,7 +968,9 @@ class Center:
         when it already was so.
 
         Raises:
-            CenterError: An unknown tool or status, or the store refuses the change.
+            CenterError: An unknown tool, group, source or status (a group or source is
+                known when a tool of the center has it, or a status was set on it
+                before), or the store refuses the change.
         """
         try:
             wanted = Status(status)
@@ -1017,7 +1038,12 @@ class Center:
 
     def _check_version(self, name: str, version: str) -> None:
         record = self._record(name)
-        if record.versions and version not in record.versions:
+        if not record.versions:
+            raise CenterError(
+                f"{name} has no version {version!r}; known: none (the center knows no "
+                "versions of it: it runs the one it was configured with)"
+            )
+        if version not in record.versions:
             raise CenterError(
                 f"{name} has no version {version!r}; known: {', '.join(record.versions)}"
             )
@@ -1035,7 +1061,8 @@ class Center:
         ``cohort``; :meth:`rollback` returns to the pin before.
 
         Raises:
-            CenterError: An unknown tool or version, or the store refuses the change.
+            CenterError: An unknown tool or version (a tool the center knows no versions
+                of has none to pin), or the store refuses the change.
         """
         self._check_version(name, version)
 
