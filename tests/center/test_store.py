@@ -112,6 +112,43 @@ def test_a_store_damaged_while_running_degrades_and_calls_go_on(
         center.close()
 
 
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_store_file_deleted_or_replaced_while_running_refuses_changes(
+    center_path: Path, toolset: ToolSet, how: str
+) -> None:
+    """When the file at the store's path is no longer the one the center opened, the
+    center says so in its health and refuses changes (a 503 in the admin API) rather
+    than confirming changes no other process would ever see; the last view stays."""
+    from starlette.testclient import TestClient
+    from toolweave.center._admin import admin_app
+
+    center = Center.open(center_path, poll_interval=60)
+    try:
+        session = toolset.session()
+        center.attach(session)
+        center.disable("boom", reason="x")
+        if how == "deleted":
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{center_path}{suffix}").unlink(missing_ok=True)
+        else:
+            with Center.open(center_path.with_name("other.db")):
+                pass
+            center_path.with_name("other.db").replace(center_path)
+        assert center.refresh() is False
+        assert "deleted or replaced" in center.health().degraded
+        with pytest.raises(CenterError, match="deleted or replaced"):
+            center.disable("echo", reason="lost?")
+        api = TestClient(admin_app(center), base_url="http://127.0.0.1:8770")
+        answer = api.post("/api/tools/echo/disable", json={"reason": "lost?"})
+        assert answer.status_code == 503, answer.text
+        assert api.get("/api/health").json()["degraded"]
+        sync = session.sync()
+        assert sync.call("boom", {}).error.kind is ErrorKind.UNAVAILABLE  # type: ignore[union-attr]
+        assert sync.call("echo", {"text": "x"}).text == "v1:x"
+    finally:
+        center.close()
+
+
 CHILD = textwrap.dedent(
     """
     import sys, time

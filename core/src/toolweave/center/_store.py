@@ -266,6 +266,10 @@ class SQLiteCenterStore(CenterStore):
             raise CenterError(f"the center store {where} cannot be created ({exc})") from exc
         conn.isolation_level = None
         self._conn = conn
+        self._file = self.path.absolute()
+        self._identity = self._stat()
+        """The file's (device, inode) when opened: another one at the path later means
+        the file was deleted or replaced under this connection."""
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             app = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -309,6 +313,23 @@ class SQLiteCenterStore(CenterStore):
 
     # -- plumbing ---------------------------------------------------------------------
 
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self._file)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _check_file(self) -> None:
+        """Raises CenterError when the file at the path is no longer the one open: what
+        this connection reads and writes would reach no other process, and be lost."""
+        if self._stat() != self._identity:
+            raise CenterError(
+                f"the center store {self.path} is unreachable: its file was deleted or "
+                "replaced while this process had it open, so changes are refused; restore "
+                "the file, or restart to open the one now at that path"
+            )
+
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
@@ -329,6 +350,7 @@ class SQLiteCenterStore(CenterStore):
         with self._read() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                self._check_file()  # once the write lock is held
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -369,6 +391,7 @@ class SQLiteCenterStore(CenterStore):
 
     def version(self) -> int:
         with self._read() as conn:
+            self._check_file()
             row = conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
         return int(row[0])
 
