@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 from toolweave import ToolSet
 from toolweave.center import BreakerSettings, Center, CenterError
-from toolweave.center._admin import MAX_BODY, admin_app, check_exposure, serve_admin
+from toolweave.center._admin import (
+    MAX_BODY,
+    admin_app,
+    check_exposure,
+    parse_tokens,
+    serve_admin,
+)
 
 SECRET = "ci-secret-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {SECRET}"}
@@ -396,6 +402,19 @@ def test_audit_fragment_limits(api: TestClient, center: Center) -> None:
         answer = client.get("/fragments/audit", params={"limit": good})
         assert answer.status_code == 200, answer.text
         assert answer.text.count("<tr") - 1 == min(shown, rows), good
+
+
+def test_parse_tokens() -> None:
+    """Tokens are name=secret items, as a list or one comma-separated string; two tokens
+    with one name are an error (the first secret would stop working unnoticed)."""
+    other = "another-secret-0123456789"
+    assert parse_tokens([f"ci={SECRET}", f"ops={other}"]) == {"ci": SECRET, "ops": other}
+    assert parse_tokens(f"ci={SECRET},ops={other}") == {"ci": SECRET, "ops": other}
+    for twice in ([f"ci={SECRET}", f"ci={other}"], f"ci={SECRET}, ci={other}"):
+        with pytest.raises(CenterError, match="two tokens are named 'ci'"):
+            parse_tokens(twice)
+    with pytest.raises(CenterError, match="too short"):
+        parse_tokens(["ci=short"])
 
 
 def test_check_exposure() -> None:

@@ -86,7 +86,8 @@ def parse_tokens(items: list[str] | tuple[str, ...] | str | None) -> dict[str, s
     environment variable ``TOOLWEAVE_ADMIN_TOKENS``): name → secret.
 
     Raises:
-        CenterError: An item is not ``name=secret``, or a secret is shorter than 16.
+        CenterError: An item is not ``name=secret``, a secret is shorter than 16, or
+            two tokens have the same name (one secret would silently stop working).
     """
     if not items:
         return {}
@@ -99,6 +100,8 @@ def parse_tokens(items: list[str] | tuple[str, ...] | str | None) -> dict[str, s
             raise CenterError(f"a token is name=secret, not {item.strip()[:20]!r}...")
         if len(secret) < 16:
             raise CenterError(f"the secret of token {name!r} is too short (16 characters at least)")
+        if name in tokens:
+            raise CenterError(f"two tokens are named {name!r}: give each token its own name")
         tokens[name] = secret
     return tokens
 
