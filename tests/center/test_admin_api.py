@@ -438,46 +438,6 @@ async def test_serve_refuses_an_open_exposed_address(center: Center) -> None:
 # -- the change feed over a real server ----------------------------------------------------
 
 
-@pytest.mark.anyio
-async def test_the_feed_delivers_changes(center: Center, toolset: ToolSet) -> None:
-    """A change made by another client arrives on the feed as a server-sent event with
-    the center's version as its id; the token is taken from ?token=."""
-    import uvicorn
-
-    center.attach(toolset.session())
-    app = admin_app(center, tokens={"ci": SECRET})
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(10):
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event for it
-                await anyio.sleep(0.02)
-        url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
-            refused = await client.get("/api/feed")
-            assert refused.status_code == 401
-            async with client.stream("GET", "/api/feed", params={"token": SECRET}) as feed:
-                assert feed.headers["content-type"].startswith("text/event-stream")
-                lines = feed.aiter_lines()
-                assert (await anext(lines)).startswith("retry:")
-                changed = await client.post("/api/tools/look/disable", headers=AUTH)
-                assert changed.status_code == 200
-                event: dict[str, str] = {}
-                with anyio.fail_after(5):
-                    async for line in lines:
-                        if not line and "data" in event:
-                            break
-                        if line and not line.startswith(":"):
-                            key, _, value = line.partition(": ")
-                            event[key] = value
-        server.should_exit = True
-    assert event["event"] == "flag"
-    assert event["id"] == str(center.version)
-    data = json.loads(event["data"])
-    assert (data["target"], data["version"]) == ("look", center.version)
-
-
 @contextlib.asynccontextmanager
 async def running(app: Any) -> AsyncIterator[str]:
     """``app`` served by uvicorn on a free port of 127.0.0.1: its base URL."""
@@ -494,6 +454,35 @@ async def running(app: Any) -> AsyncIterator[str]:
             yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
         finally:
             server.should_exit = True
+
+
+@pytest.mark.anyio
+async def test_the_feed_delivers_changes(center: Center, toolset: ToolSet) -> None:
+    """A change made by another client arrives on the feed as a server-sent event with
+    the center's version as its id; the token is taken from ?token=."""
+    center.attach(toolset.session())
+    app = admin_app(center, tokens={"ci": SECRET})
+    async with running(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        refused = await client.get("/api/feed")
+        assert refused.status_code == 401
+        async with client.stream("GET", "/api/feed", params={"token": SECRET}) as feed:
+            assert feed.headers["content-type"].startswith("text/event-stream")
+            lines = feed.aiter_lines()
+            assert (await anext(lines)).startswith("retry:")
+            changed = await client.post("/api/tools/look/disable", headers=AUTH)
+            assert changed.status_code == 200
+            event: dict[str, str] = {}
+            with anyio.fail_after(5):
+                async for line in lines:
+                    if not line and "data" in event:
+                        break
+                    if line and not line.startswith(":"):
+                        key, _, value = line.partition(": ")
+                        event[key] = value
+    assert event["event"] == "flag"
+    assert event["id"] == str(center.version)
+    data = json.loads(event["data"])
+    assert (data["target"], data["version"]) == ("look", center.version)
 
 
 @pytest.mark.anyio
