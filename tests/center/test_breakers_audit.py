@@ -303,6 +303,26 @@ async def test_audit_off_records_changes_only(center_url: str, toolset: ToolSet)
         center.close()
 
 
+@pytest.mark.parametrize("bad", [{"confidence": float("nan")}, {"n": 1e999}, {1: "a", "b": 2}])
+def test_an_entry_no_store_can_keep_never_holds_up_the_audit(
+    center: Center, bad: dict[Any, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A host's (or a custom classifier's) entry holding NaN, an infinity or keys of
+    mixed types is refused when recorded, with an error in the log; the entries before
+    and after it are written."""
+    from toolweave.center import AuditEntry
+
+    for after in ({"turn": 0}, bad, {"turn": 2}):
+        center.record(AuditEntry(time.time(), "selection", session="s2", after=after))
+    center.flush()
+    assert center.health().audit_pending == 0
+    assert [e.after for e in center.audit(type="selection", session="s2")] == [
+        {"turn": 2},
+        {"turn": 0},
+    ]
+    assert "not recorded" in caplog.text
+
+
 def test_entries_of_other_types_are_recorded_with_the_calls(center: Center) -> None:
     from toolweave.center import AuditEntry
 

@@ -34,7 +34,7 @@ from toolweave.center._model import (
     ToolState,
     nesting,
 )
-from toolweave.center._store import CenterStore, Flags, SQLiteCenterStore
+from toolweave.center._store import CenterStore, Flags, SQLiteCenterStore, _dump
 
 if TYPE_CHECKING:
     from toolweave.catalog._erasure import ErasedTool
@@ -106,8 +106,8 @@ class CenterHealth:
         readonly: The store refuses changes.
         audit: The audit mode.
         audit_pending: Entries waiting to be written.
-        audit_dropped: Entries dropped because the buffer was full (reported, never
-            silently).
+        audit_dropped: Entries dropped because the buffer was full, or because no
+            store could keep them (reported, never silently).
         audit_error: Why the last audit write failed (``""``: it did not).
         audit_trimmed: Entries the store removed to stay within its bound (Redis's
             ``audit_maxlen``).
@@ -531,7 +531,19 @@ class Center:
     def record(self, entry: AuditEntry) -> None:
         """Queue an audit entry of any type (``selection`` entries of the injector, a
         host's own) to be written with the call audit; never blocks. Changes made
-        through the center's operations are audited by them already."""
+        through the center's operations are audited by them already.
+
+        An entry whose ``before`` or ``after`` no store can keep (a NaN or an infinity,
+        keys of mixed types) is not queued: it is logged as an error and counted with
+        the dropped entries, so it never holds up the entries after it."""
+        try:
+            for value in (entry.before, entry.after):
+                if value is not None:
+                    _dump(value)
+        except CenterError as exc:
+            self._audit_dropped += 1
+            logger.error("audit entry %r of %s not recorded: %s", entry.type, entry.tool, exc)
+            return
         entries = self._entries
         entries.append(entry)
         if len(entries) > self.audit_buffer:

@@ -207,6 +207,8 @@ def _dump(value: Any) -> str:
         raise CenterError(
             f"the center cannot keep this value: {exc} (NaN and infinities are not JSON)"
         ) from None
+    except TypeError as exc:  # keys of mixed types cannot be sorted
+        raise CenterError(f"the center cannot keep this value: {exc}") from None
 
 
 def _problem(path: str, exc: sqlite3.Error) -> CenterError:
