@@ -16,7 +16,7 @@ from toolweave.center import Center, SQLiteCenterStore, Status
 from toolweave.local import PluginFolders
 from toolweave.runtime import Session
 
-from .conftest import listed, write
+from .conftest import listed, until, write
 
 pytestmark = pytest.mark.anyio
 
@@ -313,3 +313,40 @@ class Refs(BaseLocalTool):
     assert set(alerts) == {"missing.py", "remote.py"}
     assert "'#/$defs/missing'" in alerts["missing.py"]
     assert set(plugins.tools) == {"refs_3"}
+
+
+async def test_a_file_that_hangs_at_import_holds_up_neither_the_host_nor_other_files(
+    folder: Path, tmp_path: Path
+) -> None:
+    """While watching, a file whose import waits (here until a flag file appears, at
+    most 20 s) does not stop the host's calls or a later file from loading; once past
+    import_timeout it is an alert, and the file loads when it changes."""
+    flag = tmp_path / "release"
+    session = ToolSetBuilder().build().session()
+    plugins = PluginFolders([folder], import_timeout=1.0)
+    plugins.attach(session)
+    write(folder / "good.py", OPEN)
+    plugins.load()
+    hanging = f"""
+import pathlib, time
+end = time.monotonic() + 20
+while not pathlib.Path({str(flag)!r}).exists() and time.monotonic() < end:
+    time.sleep(0.02)
+"""
+    try:
+        async with plugins.watching():
+            await until(lambda: plugins.watch_ready, "the watcher started")
+            write(folder / "slow.py", hanging)
+            await until(
+                lambda: any("did not finish" in a.message for a in plugins.alerts),
+                "the import timed out",
+            )
+            assert await call(session, "greet", {"name": "x"}) == "hi x"
+            write(folder / "later.py", OPEN.replace("greet", "wave"))
+            await until(lambda: "wave" in listed(session), "a later file loaded")
+            flag.touch()
+            write(folder / "slow.py", OPEN.replace("greet", "fixed"))
+            await until(lambda: "fixed" in listed(session), "the changed file loaded")
+    finally:
+        flag.touch()
+        plugins.close()

@@ -12,7 +12,7 @@ import re
 import stat
 import sys
 import types
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,6 +177,21 @@ class _Failed(Exception):
         self.alerts = alerts or [alert]
 
 
+@dataclass(slots=True)
+class _Loaded:
+    """What reading and importing one file gave, before it is applied."""
+
+    file: PluginFile
+    signature: tuple[int, int]
+    digest: str
+    data: bytes
+    failed: list[PluginAlert] | None = None
+    tools: list[PluginTool] = field(default_factory=list)
+    alerts: list[PluginAlert] = field(default_factory=list)
+    old: types.ModuleType | None = None
+    done: bool = False
+
+
 def _signature(path: Path) -> tuple[int, int]:
     """Modification time and size (of a link's target), ``(0, 0)`` when unreadable."""
     try:
@@ -267,6 +282,9 @@ class PluginFolders:
         center: The registry center the tools are registered in.
         actor: Who the center's audit names for the loader's changes (default: the
             user running the process).
+        import_timeout: Seconds :meth:`watch` gives the import of one file, which it
+            runs in a worker thread; one that takes longer is an alert and is left
+            running (Python cannot stop it), and the other files load.
     """
 
     def __init__(
@@ -276,6 +294,7 @@ class PluginFolders:
         workspace: str | Path | None = None,
         center: Center | None = None,
         actor: str | None = None,
+        import_timeout: float = 30.0,
     ) -> None:
         root = Path(workspace) if workspace is not None else Path.cwd()
         chosen = [DEFAULT_FOLDER] if folders is None else [Path(f) for f in folders]
@@ -288,6 +307,8 @@ class PluginFolders:
         """The folders, absolute."""
         self.center = center
         self.actor = actor
+        self.import_timeout = import_timeout
+        """Seconds the watcher gives a file's import (in a worker thread)."""
         self.files: dict[Path, PluginFile] = {}
         """The files found, by path."""
         self.tools: dict[str, PluginTool] = {}
@@ -448,65 +469,128 @@ class PluginFolders:
 
     def rescan(self) -> list[PluginAlert]:
         """Bring everything in step with the folders now: new files imported, changed
-        ones reloaded, deleted ones' tools disabled. :meth:`watch` calls it on every
-        change; hosts without ``watchfiles`` may call it themselves.
+        ones reloaded, deleted ones' tools disabled. Hosts without ``watchfiles`` may
+        call it themselves; files are imported in the calling thread. (:meth:`watch`
+        does the same on every change, importing in a worker thread.)
 
         Returns:
             The current alerts.
         """
-        found = self._scan()
-        for path in [p for p in self.files if p not in found]:
-            self._delete(path)
-        for path, folder in found.items():
+        for path, folder in self._changes():
             self._update(path, folder)
-        for file in list(self.files.values()):
-            if any(name not in self.tools for name in file.waiting):
-                file.digest = ""  # a name it waited for is free: load it again
-                self._update(file.path, file.folder)
         self._publish()
         return self.alerts
 
+    async def _rescan_off_loop(self) -> None:
+        """:meth:`rescan` for the watcher: imports in worker threads, bounded by
+        :attr:`import_timeout`; a failure is logged, and the watcher goes on."""
+        try:
+            for path, folder in self._changes():
+                await self._update_off_loop(path, folder)
+            self._publish()
+        except Exception:
+            logger.exception("applying the changes of the plugin folders failed")
+
+    def _changes(self) -> Iterator[tuple[Path, Path]]:
+        """Delete the files that are gone; then the files to load, with their folders:
+        every file found (the unchanged are skipped by their digest), then those waiting
+        for a name another file let go."""
+        found = self._scan()
+        for path in [p for p in self.files if p not in found]:
+            self._delete(path)
+        yield from found.items()
+        for file in list(self.files.values()):
+            if any(name not in self.tools for name in file.waiting):
+                file.digest = ""  # a name it waited for is free: load it again
+                yield file.path, file.folder
+
     def _update(self, path: Path, folder: Path) -> None:
+        loaded = self._peek(path, folder)
+        if loaded is not None:
+            if loaded.failed is None:
+                self._run(loaded)
+            self._settle(loaded)
+
+    async def _update_off_loop(self, path: Path, folder: Path) -> None:
+        """:meth:`_update` with the import in a worker thread, given
+        :attr:`import_timeout` seconds: a file that sleeps or loops at import holds up
+        neither the host's event loop nor the other files."""
+        import anyio
+
+        loaded = self._peek(path, folder)
+        if loaded is None:
+            return
+        if loaded.failed is None:
+            with anyio.move_on_after(self.import_timeout):
+                await anyio.to_thread.run_sync(self._run, loaded, abandon_on_cancel=True)
+            if not loaded.done:
+                self._restore(loaded.file, loaded.old)
+                loaded.failed = [
+                    PluginAlert(
+                        path,
+                        None,
+                        f"its import did not finish within {self.import_timeout:g} s (left "
+                        "running; it is tried again when the file changes)",
+                        loaded.file.source,
+                    )
+                ]
+        self._settle(loaded)
+
+    def _peek(self, path: Path, folder: Path) -> _Loaded | None:
+        """Read the file: ``None`` when it is gone or unchanged, else what to load."""
         signature = _signature(path)
         file = self.files.get(path)
-        unreadable: str | None = None
         try:
             data = _read(path)
         except OSError as exc:
             if not os.path.lexists(path):
-                return  # gone between the scan and now: the next look deletes it
-            data, unreadable = b"", f"cannot be read: {exc}"  # a dangling link, a FIFO, ...
-        digest = unreadable or hashlib.sha256(data).hexdigest()
+                return None  # gone between the scan and now: the next look deletes it
+            problem = f"cannot be read: {exc}"  # a dangling link, a FIFO, ...
+            file = file or PluginFile(path, folder, _module_name(path))
+            alert = PluginAlert(path, None, problem, file.source)
+            return _Loaded(file, signature, problem, b"", failed=[alert])
+        digest = hashlib.sha256(data).hexdigest()
         if file is not None and file.digest == digest:
             file.signature = signature
-            return
-        if file is None:
-            file = self.files[path] = PluginFile(path, folder, _module_name(path))
-        file.signature = signature
-        file.digest = digest
+            return None
+        return _Loaded(
+            file or PluginFile(path, folder, _module_name(path)), signature, digest, data
+        )
+
+    def _run(self, loaded: _Loaded) -> None:
+        """Import the file and erase its tools (touches only ``sys.modules`` and
+        ``loaded``: safe in a worker thread)."""
+        loaded.old = sys.modules.get(loaded.file.module)
         try:
-            if unreadable is not None:
-                raise _Failed(PluginAlert(path, None, unreadable, file.source))
-            found, old = self._import(file, data)
-            tools, alerts = self._tools_of(file, found)
-            if alerts and file.tools:  # a broken definition: keep the last good version
-                self._restore(file, old)
-                raise _Failed(alerts[0], alerts)
+            found = self._import(loaded.file, loaded.data)
         except _Failed as failed:
-            file.alerts = failed.alerts
+            loaded.failed = failed.alerts
+        else:
+            loaded.tools, loaded.alerts = self._tools_of(loaded.file, found)
+        loaded.done = True
+
+    def _settle(self, loaded: _Loaded) -> None:
+        """Apply what loading a file gave: its tools, or its alerts (a file that has
+        served tools keeps its last good version)."""
+        file = self.files.setdefault(loaded.file.path, loaded.file)
+        file.signature = loaded.signature
+        file.digest = loaded.digest
+        failed = loaded.failed
+        if failed is None and loaded.alerts and file.tools:
+            self._restore(file, loaded.old)  # a broken definition: keep the last good one
+            failed = loaded.alerts
+        if failed is not None:
+            file.alerts = failed
             file.status = "stale" if file.tools else "failed"
-            for alert in failed.alerts:
+            for alert in failed:
                 self._remember(alert)
             self.version += 1
             return
-        self._apply(file, tools, alerts)
+        self._apply(file, loaded.tools, loaded.alerts)
 
-    def _import(
-        self, file: PluginFile, data: bytes
-    ) -> tuple[list[object], types.ModuleType | None]:
+    def _import(self, file: PluginFile, data: bytes) -> list[object]:
         """Execute the file as a fresh module under its name; on failure the previous
-        module (the last good version) is put back. Returns what it marked and that
-        previous module."""
+        module (the last good version) is put back. Returns what it marked."""
         name = file.module
         path = file.path
         old = sys.modules.pop(name, None)
@@ -527,7 +611,7 @@ class PluginFolders:
             raise _Failed(
                 PluginAlert(path, _line_of(exc, path), _describe(exc), file.source)
             ) from exc
-        return found, old
+        return found
 
     @staticmethod
     def _restore(file: PluginFile, old: types.ModuleType | None) -> None:
@@ -716,7 +800,8 @@ class PluginFolders:
 
     async def watch(self, *, debounce: float = 0.1, poll: float = 1.0) -> None:
         """Follow the folders until cancelled: every change of a ``.py`` file (seen by
-        ``watchfiles``, anyio-native) is applied with :meth:`rescan`; every ``poll``
+        ``watchfiles``, anyio-native) is applied as :meth:`rescan` does, each file's
+        import in a worker thread given :attr:`import_timeout` seconds; every ``poll``
         seconds without an event the folders are looked at too (cheaply: sizes and
         times), which also finds a folder created after the start.
 
@@ -744,7 +829,7 @@ class PluginFolders:
                     self.watch_ready = True
                     await anyio.sleep(poll)
                     if self.changed_on_disk():
-                        self._rescan_logged()
+                        await self._rescan_off_loop()
                     continue
                 changes_of = awatch(
                     *roots,
@@ -759,18 +844,11 @@ class PluginFolders:
                     async for changes in changes_of:
                         self.watch_ready = True
                         if changes or self.changed_on_disk():
-                            self._rescan_logged()
+                            await self._rescan_off_loop()
                         if [str(f) for f in self.folders if f.is_dir()] != roots:
                             break  # a folder appeared or vanished: watch the new set
         finally:
             self.watch_ready = False
-
-    def _rescan_logged(self) -> None:
-        """:meth:`rescan` for the watcher: a failure is logged, and the watcher goes on."""
-        try:
-            self.rescan()
-        except Exception:
-            logger.exception("applying the changes of the plugin folders failed")
 
     @asynccontextmanager
     async def watching(self) -> AsyncIterator[PluginFolders]:

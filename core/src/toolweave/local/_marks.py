@@ -31,23 +31,27 @@ class LocalSpec:
     roles: tuple[str, ...] | None = None
 
 
-_imports = threading.RLock()
-_collectors: list[list[object]] = []
+_local = threading.local()
+_active: list[list[object]] = []
+"""The collectors of the imports in progress, newest last."""
 
 
 @contextmanager
 def collecting() -> Iterator[list[object]]:
     """Collect every object ``@register_tool`` marks while the block runs (the loader
-    wraps the import of one plugin file in it). Blocks run one at a time; a mark made
-    meanwhile by a thread the file started is collected too (marking takes no lock, so
-    such a thread never waits for the import that waits for it)."""
+    wraps the import of one plugin file in it): those the block's thread marks, and
+    those marked by other threads while it runs (a thread the file started), which go
+    to the newest block. No lock is held: an import that never finishes holds up no
+    other."""
     found: list[object] = []
-    with _imports:
-        _collectors.append(found)
-        try:
-            yield found
-        finally:
-            _collectors.remove(found)
+    outer = getattr(_local, "found", None)
+    _local.found = found
+    _active.append(found)
+    try:
+        yield found
+    finally:
+        _active.remove(found)
+        _local.found = outer
 
 
 def spec_of(obj: object) -> LocalSpec | None:
@@ -139,9 +143,12 @@ def register_tool(
                 f"subclass, not {obj!r}"
             )
         setattr(obj, MARK, spec)
-        collectors = _collectors
-        if collectors:
-            collectors[-1].append(obj)
+        found = getattr(_local, "found", None)
+        if found is None:
+            newest = _active[-1:]  # a slice: the list may change meanwhile
+            found = newest[0] if newest else None
+        if found is not None:
+            found.append(obj)
         return obj
 
     if target is not None:
