@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from toolweave.errors import ConfigError, ConfigIssue
 from toolweave.policy._config import Effect, PolicyConfig, Rule
-from toolweave.policy._paths import Located, PathPattern, escape, locate
+from toolweave.policy._paths import Located, PathPattern, escape, glob_chars, locate
 from toolweave.policy._shell import (
     Command,
     CommandPattern,
@@ -304,10 +304,17 @@ class EntryRules:
 
     # -- tools with path arguments -------------------------------------------------------
 
+    def _path_names(self) -> list[str]:
+        """The arguments of the tool that name files: those named in ``path_arguments``
+        by their own name or by the name the model sees (a renamed parameter)."""
+        named = self._policy.config.path_arguments
+        renamed = self.entry.to_canonical or {}
+        return list(dict.fromkeys([*named, *(renamed[n] for n in named if n in renamed)]))
+
     def _files(self, args: Mapping[str, Any], root: str, cwd: str | None) -> Decision:
         policy = self._policy
         paths: list[Located | None] = []
-        for name in policy.config.path_arguments:
+        for name in self._path_names():
             value = args.get(name)
             values = value if isinstance(value, list) else [value]
             for item in values:
@@ -319,15 +326,23 @@ class EntryRules:
         elif None in paths:
             blocked = "a path cannot be resolved"
 
+        # A call with no path a pattern could meet: a rule written for this very tool
+        # might still be about it (its path is in an argument not listed in
+        # path_arguments), so it asks; a rule for a glob of tools meets only tools
+        # that have paths.
+        missing = not paths
+
         def hit(rule: Rule, part: Located | None) -> bool | None:
             if part is None:
-                return None
+                return False if missing and glob_chars(rule.tool) else None
             return policy.path_pattern(rule.pattern or "").hits(part, root)
 
         def covers(rule: Rule, part: Located | None) -> bool:
             return part is not None and policy.path_pattern(rule.pattern or "").allows(part, root)
 
-        return self._judge(paths, hit, covers, blocked, lambda: self._path_suggestions(paths, root))
+        return self._judge(
+            paths or [None], hit, covers, blocked, lambda: self._path_suggestions(paths, root)
+        )
 
     def _path_suggestions(self, paths: list[Located | None], root: str) -> tuple[str, ...]:
         name = self.entry.name

@@ -39,6 +39,83 @@ _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", 
 _EVALUATORS = frozenset({"eval", "exec", "source", "."})
 _NESTED_DEPTH = 3
 """How deep strings run by ``eval`` / ``sh -c`` are parsed for deny rules."""
+_WRAPPED_DEPTH = 8
+"""How many wrappers (``sudo nice env ...``) are looked through."""
+
+_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "builtin": (frozenset(), 0),
+    "busybox": (frozenset(), 0),
+    "chroot": (frozenset({"--userspec", "--groups"}), 1),
+    "chrt": (frozenset(), 1),
+    "command": (frozenset(), 0),
+    "doas": (frozenset({"-u", "-C"}), 0),
+    "env": (frozenset({"-u", "--unset", "-C", "--chdir"}), 0),
+    "exec": (frozenset({"-a"}), 0),
+    "flock": (frozenset({"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}), 1),
+    "ionice": (frozenset({"-c", "--class", "-n", "--classdata", "-t"}), 0),
+    "ltrace": (frozenset({"-e", "-o", "-p", "-s", "-u", "-n", "-a"}), 0),
+    "nice": (frozenset({"-n", "--adjustment"}), 0),
+    "nohup": (frozenset(), 0),
+    "setsid": (frozenset(), 0),
+    "stdbuf": (frozenset({"-i", "-o", "-e"}), 0),
+    "strace": (frozenset({"-e", "-o", "-p", "-s", "-u", "-E", "-P", "-O", "-S", "-a", "-b"}), 0),
+    "sudo": (
+        frozenset(
+            {
+                "-u",
+                "--user",
+                "-g",
+                "--group",
+                "-h",
+                "--host",
+                "-p",
+                "--prompt",
+                "-C",
+                "--close-from",
+                "-D",
+                "--chdir",
+                "-r",
+                "--role",
+                "-t",
+                "--type",
+                "-U",
+                "--other-user",
+                "-T",
+                "--command-timeout",
+            }
+        ),
+        0,
+    ),
+    "taskset": (frozenset(), 1),
+    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
+    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
+    "unbuffer": (frozenset(), 0),
+    "watch": (frozenset({"-n", "--interval"}), 0),
+    "xargs": (
+        frozenset(
+            {
+                "-a",
+                "--arg-file",
+                "-d",
+                "--delimiter",
+                "-E",
+                "-I",
+                "-L",
+                "-n",
+                "--max-args",
+                "-P",
+                "--max-procs",
+                "-s",
+                "--max-chars",
+            }
+        ),
+        0,
+    ),
+}
+"""Commands that run the command named by their later words: ``{name: (options that
+take a value, words before that command)}``. What they run is a command of the line
+too: deny and ask rules meet it, and allow rules must cover it as well."""
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
 def require_parser() -> Any:
@@ -64,6 +141,10 @@ class Word:
 
     text: str
     dynamic: bool
+
+
+_UNKNOWN = Word("{}", dynamic=True)
+"""What ``xargs`` and ``find -exec`` add to the command they run: unknown words."""
 
 
 @final
@@ -207,6 +288,10 @@ class _Reader:
                 self.redirect(part)
             else:
                 self.node(part, depth)
+        self.simple(words, depth, 0)
+
+    def simple(self, words: list[Word], depth: int, wrapped: int) -> None:
+        """Collect the simple command ``words`` and what it runs in turn."""
         if not words:
             return
         found = Command(tuple(words), self.cwd)
@@ -229,6 +314,56 @@ class _Reader:
                         break
         elif base in ("cd", "pushd", "popd"):
             self.change_directory(words)
+        if base in _WRAPPERS or (base == "find" and any(w.text in _FIND_EXEC for w in words)):
+            if wrapped >= _WRAPPED_DEPTH:
+                self.opaque(f"it wraps commands more than {_WRAPPED_DEPTH} deep")
+                return
+            for inner in self.wrapped(base, words):
+                self.simple(inner, depth, wrapped + 1)
+
+    def wrapped(self, base: str, words: list[Word]) -> list[list[Word]]:
+        """The commands a wrapper runs (``sudo rm x`` runs ``rm x``); ``xargs`` and
+        ``find -exec`` add unknown words to theirs."""
+        if base == "find":
+            found: list[list[Word]] = []
+            inner: list[Word] | None = None
+            for w in words[1:]:
+                if inner is None:
+                    inner = [] if w.text in _FIND_EXEC else None
+                elif w.text in (";", "+"):
+                    found.append(inner)
+                    inner = None
+                else:
+                    inner.append(_UNKNOWN if "{}" in w.text else w)
+            return [*found, inner] if inner else found
+        with_value, positional = _WRAPPERS[base]
+        i = 1
+        while i < len(words):
+            w = words[i]
+            if w.dynamic:  # an option or a command: each later word may start it
+                self.opaque(f"what {base} runs cannot be told")
+                return [words[j:] for j in range(i + 1, len(words))]
+            if w.text == "--":
+                i += 1
+                break
+            if base == "env" and "=" in w.text and not w.text.startswith("-"):
+                i += 1  # NAME=VALUE
+            elif w.text.startswith("-") and w.text != "-":
+                if base == "env" and w.text.split("=", 1)[0] in ("-S", "--split-string"):
+                    self.opaque("it runs a command env splits from a string")
+                    return []
+                i += 2 if w.text in with_value else 1
+            else:
+                break
+        inner = words[i + positional :]
+        if base == "watch":  # runs its words joined, as a shell string
+            self.opaque("it runs a string as commands (watch)")
+            if inner:
+                self.nested(" ".join(w.text for w in inner), 0)
+            return []
+        if base == "xargs":
+            return [[*(inner or [Word("echo", dynamic=False)]), _UNKNOWN]]
+        return [inner] if inner else []
 
     def nested(self, text: str, depth: int) -> None:
         """Read a string the command runs, for deny rules (it stays opaque)."""
@@ -303,12 +438,18 @@ class CommandPattern:
         if len(words) < count or (not self.tail and len(words) != count):
             return False
         unsure = False
-        for word, expected, path in zip(words, self.words, self.paths, strict=False):
+        for index, (word, expected, path) in enumerate(
+            zip(words, self.words, self.paths, strict=False)
+        ):
             if word.dynamic:
                 unsure = True
                 continue
             if path is None:
-                if word.text != expected:
+                # A deny or ask rule's command name meets the command however its path
+                # is spelled (/bin/rm is rm); an allow rule's only as written.
+                if word.text != expected and (
+                    allow or index or os.path.basename(word.text) != expected
+                ):
                     return False
                 continue
             if "/" not in word.text and "/" not in expected:
