@@ -720,3 +720,68 @@ def test_cli_select_prints_reasons_and_logs_to_the_center(tmp_path: Path) -> Non
     assert table.exit_code == 0, table.output
     assert "read_file" in table.stdout
     assert "intent" in table.stdout
+
+
+# -- the session's permission rules and hostile text ----------------------------------------
+
+
+def test_tools_the_permission_rules_refuse_are_never_injected_nor_found(
+    session: Session,
+) -> None:
+    """A tool the session's rules deny outright (for its role) is filtered as
+    ``policy``, from the turn and from search; one refused only for some arguments (a
+    rule with a pattern) stays."""
+    from toolweave.policy import attach_policy
+
+    attach_policy(
+        session,
+        {"deny": ["refund_order", "read_file(*.env)"], "roles": {"trial": {"deny": ["send_email"]}}},
+        role="trial",
+    )  # fmt: skip
+    injector = Injector(session, classifier=Scripted(ANSWERS))
+    selection = injector.select("an order and an email", explicit=["read_file"])
+    assert {"refund_order", "send_email"}.isdisjoint(_names(selection))
+    assert {"read_file", "read_inbox", "query_db"} <= set(_names(selection))
+    assert {d.name: d.why for d in selection.filtered} == {
+        "refund_order": "policy",
+        "send_email": "policy",
+    }
+    assert "refund_order" not in [c.name for c in injector.search("refund the order")]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "refund \udcff the order",  # a lone surrogate (non-UTF-8 bytes decoded leniently)
+        "an order\x00\x00 with NUL bytes",
+        "order " + "x" * 1_000_000,  # a megabyte: read by its last characters
+    ],
+)
+def test_hostile_text_is_read_not_crashed_on(session: Session, message: str) -> None:
+    """What a model or a user sends is read within bounds: a lone surrogate or a NUL
+    byte never reaches the classifiers, a huge message is cut to its end; the default
+    classifiers answer, and a search with the same text works."""
+    from toolweave.inject import MAX_TEXT
+
+    seen = Scripted(ANSWERS)
+    injector = Injector(session, classifier=seen)
+    injector.select(message, history=[message])
+    assert seen.seen is not None
+    query, history = seen.seen
+    assert len(query) <= MAX_TEXT
+    assert all(len(h) <= MAX_TEXT for h in history)
+    assert "\x00" not in query
+    query.encode("utf-8")  # no lone surrogate left
+    real = Injector(session, search_name="find_tools")  # the default classifiers
+    real.select(message)
+    assert isinstance(real.search(message), list)
+
+
+def test_text_that_is_not_a_string_is_a_usage_error(session: Session) -> None:
+    from toolweave.errors import UsageError
+
+    injector = Injector(session, classifier=Scripted(ANSWERS))
+    with pytest.raises(UsageError, match="is text, not bytes"):
+        injector.select(b"an order")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="is text, not NoneType"):
+        injector.select("an order", history=[None])  # type: ignore[list-item]

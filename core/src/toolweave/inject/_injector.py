@@ -48,6 +48,26 @@ _MARGIN = 15
 """Candidates asked for beyond the cap (some are filtered, the rest reported trimmed)."""
 
 
+MAX_TEXT = 8000
+"""Characters of a message (or query) the classifiers read: the last ones of a longer
+one (selection time and memory stay bounded whatever a message holds)."""
+
+
+def _text(value: object, what: str) -> str:
+    """``value`` as the classifiers read it: its last :data:`MAX_TEXT` characters, NUL
+    bytes as spaces, characters UTF-8 cannot carry (lone surrogates) as ``?``.
+
+    Raises:
+        UsageError: ``value`` is not a string.
+    """
+    if not isinstance(value, str):
+        raise UsageError(f"{what} is text, not {type(value).__name__}")
+    text = value[-MAX_TEXT:].replace("\x00", " ")
+    if not text.isascii():
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def _name_of(definition: Mapping[str, Any]) -> str:
     """The tool name of a rendered definition, whatever the format."""
     name = definition.get("name")
@@ -176,6 +196,7 @@ class Injector:
         self._turns = 0
         self._closed = False
         self._listings: dict[str, tuple[int, dict[str, Any]]] = {}
+        self._refused: dict[tuple[ToolEntry, str | None, int, int], bool] = {}
         self._search_defs: dict[str, list[Any]] = {}
         self._index_key: tuple[object, int] | None = None
         self._index_groups: dict[str, tuple[str, ...]] | None = None
@@ -233,6 +254,8 @@ class Injector:
         """
         if self._closed:
             raise UsageError("this injector is closed (its session ended)")
+        message = _text(message, "the message")
+        history = [_text(h, "a message of the history") for h in history]
         started = time.perf_counter()
         self._current = None
         self._turns = turn if turn is not None else self._turns + 1
@@ -351,6 +374,7 @@ class Injector:
         they join the current selection's :attr:`~Selection.found` (what
         ``search_tools`` runs). Outside a turn, or once the turn found ``cap`` tools,
         nothing is found."""
+        query = _text(query, "the query")
         selection = self._current
         started = time.perf_counter()
         if selection is None or not selection.search or not query.strip():
@@ -559,11 +583,35 @@ class Injector:
                     found = circuits.get(key)
                     if found is not None and found[1] > now:
                         return ("circuit_open", "" if key == name else key)
+        if self._policy_refuses(name):
+            return ("policy", "")
         if name not in listed:
             if name in self.session.unlisted and source.startswith("mcp:"):
                 return ("offline", source)
             return ("unlisted", "")
         return None
+
+    def _policy_refuses(self, name: str) -> bool:
+        """Whether the session's permission rules refuse every call of ``name`` (a
+        ``deny`` without a pattern for it, for the session's role)."""
+        from toolweave.policy import Effect, PolicyHook
+
+        for hook in self.session.hooks:
+            if not isinstance(hook, PolicyHook):
+                continue
+            entry = self.session.resolve(name)
+            if entry is None:
+                return False
+            key = (entry, hook.role, len(hook.added), id(hook))
+            refused = self._refused.get(key)
+            if refused is None:
+                if len(self._refused) > 4096:
+                    self._refused.clear()
+                fixed = hook.policy.for_entry(entry, hook.role, hook.added).fixed
+                refused = self._refused[key] = fixed is not None and fixed.effect is Effect.DENY
+            if refused:
+                return True
+        return False
 
     def _ensure_index(self, snap: Snapshot | None) -> None:
         """(Re)index the session's tools when they or their groups changed."""

@@ -74,7 +74,8 @@ class Dropped:
         name: The tool's client name.
         why: ``cap`` (trimmed: over the cap), ``below_threshold`` (a candidate under the
             confidence threshold), ``role`` (the session's role may not use it),
-            ``disabled``, ``quarantined``, ``offline``, ``circuit_open``, ``unlisted``
+            ``disabled``, ``quarantined``, ``offline``, ``circuit_open``, ``policy``
+            (the session's permission rules refuse every call of it), ``unlisted``
             (the session does not list it) or ``unknown`` (no such tool).
         wanted: What would have brought it in (``global``, ``explicit``, ``intent``,
             ``search``).
