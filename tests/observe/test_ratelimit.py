@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -227,3 +228,88 @@ def test_check_counts_like_the_hook(center_url: str, clock: Any) -> None:
     limiter.reset()
     assert limiter.check("add", "s1", "bot") is None
     limiter.close()
+
+
+def test_a_short_window_keeps_the_entries_of_a_longer_one(tmp_path: Path, clock: Any) -> None:
+    """Entries leave the SQLite table by their own counter's window: 256 calls of a tool
+    limited per second, counted by another limiter or after a restart, do not delete a
+    tool's entries of the last hour."""
+    db = tmp_path / "center.db"
+    hourly = RateLimiter(db, {"per_tool": {"deploy": "3/hour"}}, clock=clock)
+    fast = RateLimiter(db, {"per_tool": {"lookup": "1000/second"}}, clock=clock)
+    assert [hourly.check("deploy", "s1") for _ in range(3)] == [None] * 3
+    clock.now += 2_000
+    assert all(fast.check("lookup", "s2") is None for _ in range(256))
+    refused = hourly.check("deploy", "s1")
+    assert refused is not None
+    assert refused.kind is ErrorKind.RATE_LIMITED
+    hourly.close()
+    restarted = RateLimiter(
+        db, {"per_tool": {"deploy": "3/hour", "lookup": "1000/second"}}, clock=clock
+    )
+    clock.now += 2_000
+    assert all(restarted.check("lookup", "s2") is None for _ in range(256))
+    assert restarted.check("deploy", "s1") is not None
+    clock.now += 3_600_001
+    assert restarted.check("deploy", "s1") is None
+    restarted.close()
+    fast.close()
+
+
+def test_a_table_from_before_windows_were_recorded_still_counts(tmp_path: Path, clock: Any) -> None:
+    """A file whose table has no window_ms column opens: the column is added, and the
+    entries already there still count."""
+    import sqlite3
+
+    db = tmp_path / "center.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE toolweave_rate_log (key TEXT NOT NULL, at INTEGER NOT NULL)")
+        conn.executemany(
+            "INSERT INTO toolweave_rate_log VALUES (?, ?)", [("tool:deploy", clock.now)] * 3
+        )
+    conn.close()
+    limiter = RateLimiter(db, {"per_tool": {"deploy": "3/hour"}}, clock=clock)
+    assert limiter.check("deploy", "s1") is not None
+    clock.now += 3_600_001
+    assert limiter.check("deploy", "s1") is None
+    limiter.close()
+    with sqlite3.connect(db) as conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(toolweave_rate_log)")]
+        rows = conn.execute("SELECT window_ms FROM toolweave_rate_log").fetchall()
+    conn.close()
+    assert columns == ["key", "at", "window_ms"]
+    assert sorted(rows, key=lambda row: row[0] is not None) == [(None,)] * 3 + [(3_600_000,)]
+
+
+def test_a_damaged_file_or_a_missing_folder_is_a_center_error(tmp_path: Path) -> None:
+    """Opening counters on a file that is not SQLite, or in a folder that does not exist,
+    raises CenterError naming the file."""
+    from toolweave.errors import CenterError
+
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(CenterError, match=re.escape(f"{bad} is damaged")):
+        RateLimiter(bad, {"per_session": "5/minute"})
+    missing = tmp_path / "nowhere" / "center.db"
+    with pytest.raises(CenterError, match=re.escape(f"{missing} cannot be opened")):
+        RateLimiter(missing, {"per_session": "5/minute"})
+
+
+@pytest.mark.anyio
+async def test_a_store_failing_during_a_call_refuses_it_and_names_the_file(
+    tmp_path: Path, session_factory: Callable[..., Session], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A counter table that went missing under a running limiter: the call is refused as
+    unavailable and the log names the file."""
+    import sqlite3
+
+    db = tmp_path / "center.db"
+    session = session_factory()
+    RateLimiter(db, {"per_session": "5/second"}).attach(session)
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TABLE toolweave_rate_log")
+    conn.close()
+    refused = await session.call("add", {"a": 1, "b": 1})
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.UNAVAILABLE
+    assert any(str(db) in record.getMessage() for record in caplog.records)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, final
 
+from toolweave.errors import CenterError
 from toolweave.observe._spec import Rate
 
 __all__ = ["Counters", "RedisCounters", "Refusal", "SQLiteCounters", "load_pyrate"]
@@ -42,6 +43,28 @@ def load_pyrate() -> Any:
             "rate limits need pyrate-limiter: pip install 'toolweave[limits]'"
         ) from exc
     return pyrate_limiter
+
+
+def _problem(path: Path, exc: sqlite3.Error) -> CenterError:
+    """A clear error for what SQLite raised about the rate-limit counters in ``path``."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    text = str(exc)
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or "malformed" in text:
+        what = "is damaged or is not an SQLite file"
+        todo = "move it aside or restore it from a backup"
+    elif code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in text:
+        what = "is locked by another process"
+        todo = "try again; if it stays locked, find the process holding it"
+    elif code == sqlite3.SQLITE_READONLY or "readonly" in text:
+        what = "is read-only"
+        todo = "give this process write access to the file and its folder"
+    elif code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
+        what = "cannot be opened"
+        todo = "check that its folder exists and is writable"
+    else:
+        what = "failed"
+        todo = "see the cause below"
+    return CenterError(f"the rate-limit counters in {path} {what} ({exc}): {todo}")
 
 
 def _pyrate_rates(pyrate: Any, rates: Sequence[Rate]) -> list[Any]:
@@ -84,16 +107,38 @@ class SQLiteCounters(Counters):
         self._lock = threading.Lock()
         self._writes = 0
         self._longest = 0
-        conn = sqlite3.connect(
-            self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-        )
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.TABLE} (key TEXT NOT NULL, at INTEGER NOT NULL)"
-        )
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.TABLE}_key_at ON {self.TABLE} (key, at)")
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise _problem(self.path, exc) from exc
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._create(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            conn.close()
+            raise _problem(self.path, exc) from exc
         self._conn: sqlite3.Connection | None = conn
+
+    def _create(self, conn: sqlite3.Connection) -> None:
+        """Create the table, or add the ``window_ms`` column to one from before it."""
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.TABLE} "
+            "(key TEXT NOT NULL, at INTEGER NOT NULL, window_ms INTEGER)"
+        )
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({self.TABLE})")}
+        if "window_ms" not in columns:
+            conn.execute(f"ALTER TABLE {self.TABLE} ADD COLUMN window_ms INTEGER")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.TABLE}_key_at ON {self.TABLE} (key, at)")
 
     def __repr__(self) -> str:
         return f"<SQLiteCounters {self.path}>"
@@ -103,23 +148,31 @@ class SQLiteCounters(Counters):
             conn = self._conn
             if conn is None:
                 raise RuntimeError(f"the rate-limit counters of {self.path} are closed")
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                refusal = self._check(conn, counters, now)
-                if refusal is None:
-                    conn.executemany(
-                        f"INSERT INTO {self.TABLE} (key, at) VALUES (?, ?)",
-                        [(key, now) for _, key, _ in counters],
-                    )
-                    self._writes += 1
-                    if self._writes % TRIM_EVERY == 0:
-                        conn.execute(
-                            f"DELETE FROM {self.TABLE} WHERE at < ?", (now - self._longest,)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    refusal = self._check(conn, counters, now)
+                    if refusal is None:
+                        conn.executemany(
+                            f"INSERT INTO {self.TABLE} (key, at, window_ms) VALUES (?, ?, ?)",
+                            [(key, now, rates[-1].window_ms) for _, key, rates in counters],
                         )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                        self._writes += 1
+                        if self._writes % TRIM_EVERY == 0:
+                            # Each entry leaves when its own counter's longest window has
+                            # passed; entries from before that was recorded (no
+                            # window_ms), after the longest window this process knows.
+                            conn.execute(
+                                f"DELETE FROM {self.TABLE} WHERE at < ? - ifnull(window_ms, ?)",
+                                (now, self._longest),
+                            )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise _problem(self.path, exc) from exc
             return refusal
 
     def _check(

@@ -46,6 +46,7 @@ class RateLimiter:
     Raises:
         UsageError: The store is of a kind rate limits do not support, or an extra is
             missing (``toolweave[limits]``, and ``toolweave[redis]`` for Redis).
+        CenterError: The SQLite file is damaged, not SQLite, or cannot be opened.
     """
 
     def __init__(
