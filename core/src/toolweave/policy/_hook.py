@@ -4,13 +4,17 @@ completes them on :meth:`Session.resume <toolweave.Session.resume>`."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
+import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.policy._approval import (
@@ -303,8 +307,31 @@ class AsyncPolicyHook(PolicyHook):
         assert self.approver is not None
         answer = self.approver(verdict)
         if inspect.isawaitable(answer):
-            answer = await answer
+            try:
+                answer = await answer
+            except asyncio.CancelledError:
+                if _cancelling():
+                    raise
+                # The approver's own wait was cancelled (its question was dropped), not
+                # this call: a refusal, not a cancellation of the host's task.
+                return ToolError(
+                    ErrorKind.PERMISSION_DENIED,
+                    f"{call.name} was not run: the approval was cancelled.",
+                    {"approval": "cancelled"},
+                )
         return self._answer(call, verdict, answer)
+
+
+def _cancelling() -> bool:
+    """Whether the running task is being cancelled: asyncio's cancel count of the task,
+    or (anyio, any event loop) an enclosing cancel scope that was cancelled."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # not on asyncio
+        task = None
+    if task is not None and task.cancelling():
+        return True
+    return anyio.current_effective_deadline() == -math.inf
 
 
 def _close(value: Awaitable[Any]) -> None:

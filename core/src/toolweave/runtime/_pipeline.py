@@ -8,7 +8,10 @@ a parent call). In order:
 1. **resolve** the client name (built-in tools, then external ones);
 2. **admit**: the ``admit`` steps of the call hooks compiled for the entry;
 3. **validate** the arguments (client parameter names mapped back);
-4. **before**: the hooks' ``before`` steps (may refuse or rewrite the arguments);
+4. **before**: the hooks' ``before`` steps (may refuse or rewrite the arguments); a
+   call whose ``async`` step waits (for approval) is tracked from then on, so
+   ``cancel(call_id)`` ends it (elsewhere than asyncio: every such call, in a cancel
+   scope);
 5. **lock** the tool's exclusive state models (a wait counts against the deadline);
 6. **execute**: the first step inline, the rest under the deadline and cancellable by
    id (:mod:`toolweave.runtime._deadline`); a streaming tool step by step, its progress
@@ -197,7 +200,23 @@ async def run_call(
                         if refused is not None:
                             return await _after(plan, hook_call, refused)
             else:
-                refused = await plan.check(hook_call, plan.before)
+                # An async step may wait (for a person's approval): a call whose step
+                # waits is tracked from then on, so `running` lists it and
+                # `cancel(call_id)` ends it; the execute step goes on with its handle.
+                if session._inline or (session._inline is None and session._detect_inline()):
+                    check = plan.check(hook_call, plan.before)
+                    try:
+                        pending = check.send(None)  # most steps answer at once
+                    except StopIteration as done:
+                        refused = done.value
+                    else:
+                        _running = _running or Running()
+                        refused = await _before_waits(
+                            session, check, pending, entry, call_id, _running
+                        )
+                else:
+                    _running = _running or Running()
+                    refused = await _before_scoped(session, plan, hook_call, call_id, _running)
                 if refused is not None:
                     return await _after(plan, hook_call, refused)
             args = hook_call.arguments
@@ -270,6 +289,62 @@ async def _after(plan: HookPlan, call: HookCall, result: CallResult) -> CallResu
     if plan.synchronous:
         return plan.finish_now(call, result)
     return await plan.finish(call, result)
+
+
+_NO_DEADLINE = 1e9
+"""Seconds: a ``before`` step (a person deciding) is not under the call's deadline."""
+
+
+async def _before_waits(
+    session: Session,
+    check: Coroutine[Any, Any, CallResult | None],
+    pending: Any,
+    entry: ToolEntry,
+    call_id: str | None,
+    running: Running,
+) -> CallResult | None:
+    """Step 4 for ``before`` steps that suspended after their inline first step (on
+    asyncio): the call is tracked and cancellable by id; it stays tracked when it goes
+    on to run."""
+    session._track(call_id, running)
+    try:
+        refused: CallResult | None = await drive(check, pending, running, _NO_DEADLINE)
+    except Stopped:
+        refused = error_result(stop_error(running, entry, 0.0), entry, call_id)
+    except BaseException:
+        session._untrack(call_id, running)
+        raise
+    finally:
+        check.close()
+    if refused is not None:
+        session._untrack(call_id, running)
+    return refused
+
+
+async def _before_scoped(
+    session: Session, plan: HookPlan, call: HookCall, call_id: str | None, running: Running
+) -> CallResult | None:
+    """Step 4 for ``async`` steps on event loops other than asyncio: in a cancel scope,
+    the call tracked and cancellable by id; it stays tracked when it goes on to run."""
+    session._track(call_id, running)
+    try:
+        with anyio.CancelScope() as scope:
+            running.scope = scope
+            if running.cancelled:
+                scope.cancel()
+            refused = await plan.check(call, plan.before)
+    except BaseException:
+        session._untrack(call_id, running)
+        raise
+    finally:
+        running.scope = None
+    if scope.cancelled_caught:
+        entry = call.entry
+        assert entry is not None
+        refused = error_result(stop_error(running, entry, 0.0), entry, call_id)
+    if refused is not None:
+        session._untrack(call_id, running)
+    return refused
 
 
 def _result(ctx: Context, raw: Any) -> CallResult:
