@@ -313,3 +313,34 @@ async def test_a_store_failing_during_a_call_refuses_it_and_names_the_file(
     assert refused.error is not None
     assert refused.error.kind is ErrorKind.UNAVAILABLE
     assert any(str(db) in record.getMessage() for record in caplog.records)
+
+
+def test_a_redis_counter_keeps_an_entry_for_its_whole_window(redis_url: str) -> None:
+    """On Redis (real time: the key's expiry is Redis's), an entry made well after the
+    counter's first one still counts for its whole window: the key's expiry moves on
+    with the entries (it was set once, from the first entry, and dropped the later
+    ones early)."""
+    limiter = RateLimiter(redis_url, {"per_tool": {"deploy": "2/4s"}})
+    limiter.reset()
+    start = time.monotonic()
+
+    def at(second: float) -> None:
+        time.sleep(max(0.0, start + second - time.monotonic()))
+
+    assert limiter.check("deploy", "s", None) is None  # at 0 s
+    at(3.0)
+    assert limiter.check("deploy", "s", None) is None  # at 3 s: counts until 7 s
+    at(5.5)  # the entry of 0 s has left the window; the one of 3 s has not
+    assert limiter.check("deploy", "s", None) is None
+    refused = limiter.check("deploy", "s", None)
+    assert refused is not None
+    assert refused.kind is ErrorKind.RATE_LIMITED
+    limiter.close()
+
+
+def test_an_unreachable_redis_is_a_center_error_naming_it_without_its_password() -> None:
+    from toolweave.errors import CenterError
+
+    with pytest.raises(CenterError, match=r"Redis at redis://\*\*\*@127\.0\.0\.1:1/0") as caught:
+        RateLimiter("redis://user:hunter2@127.0.0.1:1/0", {"per_session": "5/second"})
+    assert "hunter2" not in str(caught.value)

@@ -15,9 +15,17 @@ from typing import TYPE_CHECKING, Any, TypeVar, final
 if TYPE_CHECKING:
     import redis.asyncio
 
-__all__ = ["RedisLink", "RedisUnavailable", "link"]
+__all__ = ["RedisLink", "RedisUnavailable", "link", "safe_url"]
 
 T = TypeVar("T")
+
+
+def safe_url(url: str) -> str:
+    """``url`` without its user and password (``redis://***@host:port/db``)."""
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        rest = "***@" + rest.split("@", 1)[1]
+    return f"{scheme}{sep}{rest}"
 
 
 class RedisUnavailable(Exception):
@@ -76,10 +84,7 @@ class RedisLink:
     @property
     def safe_url(self) -> str:
         """The URL without its password."""
-        scheme, sep, rest = self.url.partition("://")
-        if "@" in rest:
-            rest = "***@" + rest.split("@", 1)[1]
-        return f"{scheme}{sep}{rest}"
+        return safe_url(self.url)
 
     def close(self) -> None:
         """Stop the link's background tasks, close the client and stop the loop

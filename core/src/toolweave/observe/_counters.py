@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, final
 
+from toolweave._redis import safe_url
 from toolweave.errors import CenterError
 from toolweave.observe._spec import Rate
 
@@ -249,9 +250,18 @@ class RedisCounters(Counters):
         self._client = redis.Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout
         )
-        self._script = self._client.script_load(pyrate.buckets.redis_bucket.LuaScript.PUT_ITEM)
+        try:
+            self._script = self._client.script_load(pyrate.buckets.redis_bucket.LuaScript.PUT_ITEM)
+        except redis.exceptions.RedisError as exc:
+            self._client.close()
+            raise CenterError(
+                f"the rate-limit counters on Redis at {safe_url(url)} cannot be "
+                f"reached ({type(exc).__name__}: {exc})"
+            ) from None
         self._buckets: dict[tuple[str, tuple[Rate, ...]], Any] = {}
         self._writes: dict[str, int] = {}
+        self._expires: dict[str, int] = {}
+        """When (on the limiter's clock) each key's expiry, as last set, comes."""
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -263,6 +273,7 @@ class RedisCounters(Counters):
             if len(self._buckets) > 10_000:
                 self._buckets.clear()  # sessions come and go: keep the cache bounded
                 self._writes.clear()
+                self._expires.clear()
             found = self._buckets[(key, rates)] = self._pyrate.RedisBucket(
                 _pyrate_rates(self._pyrate, rates),
                 self._client,
@@ -292,12 +303,16 @@ class RedisCounters(Counters):
                     return counter, rate, max(int(decision.retry_after_ms or 0), 1)
                 written = self._writes.get(key, 0) + 1
                 self._writes[key] = written
-                if written % TRIM_EVERY == 1:
-                    longest = rates[-1].window_ms
+                longest = rates[-1].window_ms
+                if written % TRIM_EVERY == 1 or now + longest >= self._expires.get(key, 0):
+                    # The key outlives every entry still in a window: its expiry is set
+                    # twice the longest window ahead, again before an entry would
+                    # outlive it (about once a window, not at every call).
                     pipe = self._client.pipeline(transaction=False)
                     pipe.zremrangebyscore(bucket.bucket_key, 0, now - longest - 1)
-                    pipe.pexpire(bucket.bucket_key, longest + 1000)
+                    pipe.pexpire(bucket.bucket_key, 2 * longest + 1000)
                     pipe.execute()
+                    self._expires[key] = now + 2 * longest
         return None
 
     def reset(self) -> None:
