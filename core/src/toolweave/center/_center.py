@@ -721,8 +721,8 @@ class Center:
         self.register([record], actor=actor)
 
     def approve(self, name: str, *, actor: str | None = None, reason: str = "") -> bool:
-        """Approve the current definition of the remote tool ``name`` (its description
-        and schema as its server sends them now): a quarantined tool whose definition
+        """Approve the current definition of the remote tool ``name`` (its description,
+        schema and read-only flag as its server sends them now): a quarantined tool whose definition
         changed is listed and callable again. The audit keeps the approved definition
         and a diff from the one approved before.
 
@@ -739,6 +739,7 @@ class Center:
                 "hash": digest,
                 "description": record.description,
                 "input_schema": dict(record.input_schema),
+                "read_only": record.read_only,
                 "diff": _definition_diff(old, record),
             }
 
@@ -1338,11 +1339,17 @@ _CHANGED = (
 
 
 def definition_hash(record: ToolRecord) -> str:
-    """The hash a remote tool's definition is pinned by: its name, description and input
-    schema (canonical JSON)."""
-    text = json.dumps(
-        [record.name, record.description, record.input_schema], sort_keys=True, default=str
-    )
+    """The hash a remote tool's definition is pinned by: its name, description, input
+    schema and whether it is read-only (canonical JSON).
+
+    A tool that is not read-only hashes as it did before ``read_only`` was pinned, so
+    approvals made then stay valid; a read-only tool's hash differs (those approvals
+    never recorded it as read-only, so such a tool waits for a new approval once).
+    """
+    parts: list[Any] = [record.name, record.description, record.input_schema]
+    if record.read_only:
+        parts.append({"read_only": True})
+    text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -1350,14 +1357,19 @@ def _definition_diff(before: Mapping[str, Any] | None, record: ToolRecord) -> st
     """A unified diff of an approved definition and the current one."""
     import difflib
 
-    def lines(description: str, schema: Any) -> list[str]:
+    def lines(description: str, schema: Any, read_only: Any) -> list[str]:
         return [
             *description.splitlines(),
             *json.dumps(schema, indent=1, sort_keys=True).splitlines(),
+            f"read_only: {'not recorded' if read_only is None else json.dumps(read_only)}",
         ]
 
-    old = lines(before["description"], before["input_schema"]) if before else []
-    new = lines(record.description, record.input_schema)
+    old = (
+        lines(before["description"], before["input_schema"], before.get("read_only"))
+        if before
+        else []
+    )
+    new = lines(record.description, record.input_schema, record.read_only)
     return "\n".join(difflib.unified_diff(old, new, "approved", "current", lineterm="", n=2))
 
 

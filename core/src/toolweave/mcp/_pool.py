@@ -456,6 +456,8 @@ class MCPPool:
             self._by_name[entry.name] = RemoteToolInfo(entry.name, sid, tool.name)
             if self.center is not None:
                 self._declare(entry, conn.config)
+            elif keep is not None:
+                self._redeclare(entry)
             return _Registered(entry.name, _fingerprint(tool))
         skipped[tool.name] = f"no free client name ({reason})"
         return None
@@ -478,6 +480,16 @@ class MCPPool:
                 self.center.enable(entry.name, actor="mcp-pool", reason="its server is back")
         except CenterError as exc:
             logger.error("registering %s with the center failed: %s", entry.name, exc)
+
+    def _redeclare(self, entry: ToolEntry) -> None:
+        """Tell the centers the session is attached to about a remote tool whose
+        definition changed (its read-only flag included, which their own check of the
+        description and schema would miss), so that its pin is checked again."""
+        from toolweave.center._attach import CenterHook
+
+        for hook in self.session.hooks:
+            if isinstance(hook, CenterHook) and not hook.center.store.readonly:
+                hook.center._register_external(entry)
 
     def _retire(self, server_id: str, names: list[str]) -> None:
         """Mark the tools of a server removed from the configuration offline in the
