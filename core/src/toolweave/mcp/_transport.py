@@ -19,7 +19,8 @@ __all__ = ["STOP_GRACE", "open_target"]
 
 STOP_GRACE = 0.5
 """Seconds a healthy stdio server gets to exit after its stdin closes before it is killed
-(the SDK alone would wait 2 s, then SIGTERM and wait 2 s more)."""
+(the SDK alone would wait 2 s, then SIGTERM and wait 2 s more). Then, exited or not, its
+process group is killed: processes it started do not outlive it."""
 
 _spawned: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
     "toolweave_mcp_spawned", default=None
@@ -56,9 +57,10 @@ def _hook_spawn() -> bool:
 
 
 def _kill_group(process: Any) -> None:
-    """SIGKILL the server's process group (the SDK starts it in a session of its own)."""
-    if process.returncode is not None:
-        return
+    """SIGKILL the server's process group (the SDK starts it in a session of its own,
+    so the group's id is the server's pid), whether or not the server itself has exited:
+    processes it started and left behind go too. A process that moved to a session or
+    group of its own (``setsid``) is out of reach."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
 
@@ -103,6 +105,9 @@ async def _stdio(
 
 
 async def _stop(seen: list[Any], urgent: bool) -> None:
+    """End the server: close its stdin and give it :data:`STOP_GRACE` seconds to exit
+    (none when ``urgent``), then kill its process group, which ends whatever it left
+    running even when it exited in time."""
     with anyio.CancelScope(shield=True):
         for process in seen:
             if not urgent:
@@ -110,8 +115,7 @@ async def _stop(seen: list[Any], urgent: bool) -> None:
                 if stdin is not None:
                     with contextlib.suppress(Exception):
                         await stdin.aclose()
-                if await _exited(process, STOP_GRACE):
-                    continue
+                await _exited(process, STOP_GRACE)
             _kill_group(process)
             await _exited(process, 2.0)
 

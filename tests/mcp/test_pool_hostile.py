@@ -1,0 +1,66 @@
+"""Servers that misbehave in ways that must not reach the host: processes left behind,
+secrets and floods on stderr, schemas no tool can be called with."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toolweave import Session
+from toolweave.mcp import MCPPool, ServerConfig
+
+from .conftest import PY, SERVERS
+
+pytestmark = pytest.mark.anyio
+
+Eventually = Callable[..., Awaitable[None]]
+ECHO = {"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}}
+
+
+def _spec_server(path: Path, spec: dict[str, Any], **config: Any) -> ServerConfig:
+    """A stdio configuration of ``servers/spec_server.py`` doing what ``spec`` says."""
+    path.write_text(json.dumps({"tools": [ECHO], **spec}))
+    return ServerConfig(command=PY, args=[str(SERVERS / "spec_server.py"), str(path)], **config)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # a zombie has ended: only its exit status is left
+
+
+async def test_processes_a_server_started_end_with_it(
+    tmp_path: Path, host_session: Callable[..., Session], eventually: Eventually
+) -> None:
+    pid_file = tmp_path / "child.pid"
+    config = _spec_server(tmp_path / "spec.json", {"child_pid_file": str(pid_file)})
+    session = host_session()
+    try:
+        async with MCPPool(session, {"s": config}) as pool:
+            assert await pool.wait_online("s")
+            child = int(pid_file.read_text())
+            assert _alive(child)
+        # The server exits at once when its stdin closes; its child is killed with it.
+        await eventually(lambda: not _alive(child), within=10)
+    finally:
+        if pid_file.exists():
+            _end_sleeper(int(pid_file.read_text()))
+
+
+def _end_sleeper(pid: int) -> None:
+    """Kill the server's ``sleep`` child if a failed test left it running."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return
+    if _alive(pid) and command.startswith(b"sleep\0"):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
