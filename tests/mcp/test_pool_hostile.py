@@ -64,3 +64,41 @@ def _end_sleeper(pid: int) -> None:
     if _alive(pid) and command.startswith(b"sleep\0"):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+async def test_secrets_on_stderr_stay_out_of_model_errors_status_and_logs(
+    tmp_path: Path,
+    host_session: Callable[..., Session],
+    eventually: Eventually,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    secret = "sk-live-SECRET-777"
+    spec = {
+        "stderr": f"fatal: bad credentials API_KEY={secret} token=tok-Bearer-42",
+        "exit": 1,
+        "started_file": str(tmp_path / "started"),
+        "tools": [ECHO, {"name": "exit", "inputSchema": {"type": "object"}}],
+    }
+    config = _spec_server(
+        tmp_path / "spec.json",
+        spec,
+        env={"API_KEY": secret, "AUTH": "Bearer tok-Bearer-42", "DEBUG": "1"},
+    )
+    session = host_session()
+    async with MCPPool(session, {"c": config}) as pool:
+        assert (await session.call("mcp__c__echo", {})).text == "ok"
+        await session.call("mcp__c__exit", {})  # it exits; started again, it fails
+        await eventually(lambda: "fatal" in (pool.status("c").error or ""))
+        status = pool.status("c")
+        assert status.error is not None
+        assert "fatal: bad credentials API_KEY=*** token=***" in status.error  # for operators
+        result = await session.call("mcp__c__echo", {})
+        assert result.error is not None
+        assert result.error.kind == "unavailable"
+        assert "the MCP server 'c' is offline" in result.text
+        assert "fatal" not in result.text  # the server's stderr is not for the model
+    assert caplog.records
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    for text in (status.error, result.text, logged):
+        assert secret not in text
+        assert "tok-Bearer-42" not in text

@@ -7,12 +7,15 @@ written, so anything JSON can say, ``Infinity`` included) and optionally, read o
 start: ``"stderr": text`` (written to stderr before serving), ``"stderr_mb": n`` (that
 many MiB of filler lines on stderr), ``"child_pid_file": path`` (start a ``sleep``
 child in the server's process group and write its pid there), ``"exit": code`` (exit
-before serving). Every call answers ``ok``.
+before serving), ``"started_file": path`` (the first start creates it and skips
+``stderr`` and ``exit``: a server that fails only when started again). A call of a tool
+named ``exit`` ends the process; every other call answers ``ok``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,13 +33,17 @@ if start.get("child_pid_file"):
         stderr=subprocess.DEVNULL,
     )
     Path(start["child_pid_file"]).write_text(str(child.pid))
-if start.get("stderr"):
+again = True
+if start.get("started_file"):
+    again = Path(start["started_file"]).exists()
+    Path(start["started_file"]).touch()
+if again and start.get("stderr"):
     sys.stderr.write(start["stderr"] + "\n")
     sys.stderr.flush()
 for _ in range(int(start.get("stderr_mb", 0)) * 1024):
     sys.stderr.write("E" * 1023 + "\n")
 sys.stderr.flush()
-if "exit" in start:
+if again and "exit" in start:
     sys.exit(int(start["exit"]))
 
 
@@ -44,6 +51,8 @@ def handle(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
     if method == "tools/list":
         return {"tools": json.loads(SPEC.read_text())["tools"]}
     if method == "tools/call":
+        if params.get("name") == "exit":
+            os._exit(3)
         return {"content": [{"type": "text", "text": "ok"}], "isError": False}
     return None
 

@@ -186,6 +186,63 @@ class ServerConfig(BaseModel):
         """:attr:`timeout` in seconds."""
         return self.timeout / 1000
 
+    def secrets(self) -> tuple[str, ...]:
+        """What :func:`redact` hides in texts about this server: every ``env`` and
+        ``headers`` value (and the part after a scheme word, like a bearer token), and
+        the userinfo of ``url``; longest first."""
+        found: set[str] = set()
+        for value in (*self.env.values(), *self.headers.values()):
+            found.add(value)
+            parts = value.split(None, 1)
+            if len(parts) == 2:
+                found.add(parts[1])
+        if self.url is not None:
+            found.update(_userinfo(self.url))
+        return tuple(sorted((v for v in found if len(v) >= MIN_SECRET), key=len, reverse=True))
+
+
+MIN_SECRET = 4
+"""Shortest configured value :func:`redact` hides (``DEBUG=1`` would otherwise blank out
+every ``1`` of a message)."""
+MASK = "***"
+"""What stands for a secret in messages, listings and logs."""
+
+
+def _userinfo(url: str) -> list[str]:
+    """The userinfo of ``url`` and its parts (``user:password``, ``password``, ``user``)."""
+    from urllib.parse import urlsplit
+
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return []
+    if "@" not in netloc:
+        return []
+    info = netloc.rsplit("@", 1)[0]
+    user, _, password = info.partition(":")
+    return [part for part in (info, password, user) if part]
+
+
+def strip_userinfo(url: str) -> str:
+    """``url`` with its userinfo (``user:password@``) replaced by ``***@``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return MASK
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{MASK}@{host}"))
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with each of ``secrets`` (longest first) replaced by ``***``."""
+    for secret in secrets:
+        text = text.replace(secret, MASK)
+    return text
+
 
 def _issue(server_id: str, root: str, field: str, message: str, actual: Any = None) -> ConfigIssue:
     path = f"{root}.{server_id}" + (f".{field}" if field else "")

@@ -19,7 +19,7 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
 
 from toolweave.errors import ErrorKind, ToolError
-from toolweave.mcp._config import ServerConfig
+from toolweave.mcp._config import ServerConfig, redact
 from toolweave.mcp._convert import error_from_mcp, result_from_mcp
 from toolweave.mcp._names import subject
 from toolweave.mcp._transport import open_target
@@ -96,7 +96,25 @@ class ServerStatus:
 
 
 class _ConnectionLost(Exception):
-    """The transport ended, or the server stopped answering."""
+    """The transport ended, or the server stopped answering.
+
+    Its text is for operators (it may quote the server's stderr); :attr:`public` is what
+    a model may read: the error's type, or a sentence of our own.
+    """
+
+    def __init__(self, message: str, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = message if public is None else public
+
+
+def _public(exc: BaseException) -> str:
+    """What a model may read about ``exc``: our own sentence, else the error's type (the
+    server's words and stderr may hold anything, secrets included)."""
+    if isinstance(exc, _ConnectionLost):
+        return exc.public
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _public(exc.exceptions[0])
+    return type(exc).__name__
 
 
 class PendingCall:
@@ -206,6 +224,10 @@ class ServerConnection:
         self.config = config
         self.state = ServerState.CONNECTING
         self.error: str | None = None
+        """Why the server is offline, for operators (secrets replaced by ``***``)."""
+        self.public_error: str | None = None
+        """Why the server is offline, for the model: the error's type or our own words."""
+        self._secrets = config.secrets()
         self.client: Client | None = None
         self.protocol_version: str | None = None
         self.connects = 0
@@ -240,10 +262,10 @@ class ServerConnection:
                     before = self.connects
                     try:
                         await self._connection()
-                        reason = "the connection ended"
+                        reason = public = "the connection ended"
                     except Exception as exc:
-                        reason = describe(exc)
-                    self._go_offline(reason)
+                        reason, public = describe(exc), _public(exc)
+                    self._go_offline(reason, public)
                     self.settled.set()
                     if self.connects > before:
                         delay = BACKOFF_START
@@ -273,9 +295,13 @@ class ServerConnection:
             self._calls.cancel_scope.cancel()
         self._retry_now.set()
 
-    def _go_offline(self, reason: str) -> None:
+    def _go_offline(self, reason: str, public: str | None = None) -> None:
+        """Mark the server offline: ``reason`` for operators (status, logs; secrets are
+        replaced here), ``public`` for the model (default: ``reason``, when it is a
+        sentence of our own)."""
         if self.state is ServerState.OFFLINE:
             return
+        reason = redact(reason, self._secrets)
         if self.state is ServerState.ONLINE:
             logger.warning("MCP server %r went offline: %s", self.id, reason)
         elif reason != self.error:
@@ -284,6 +310,7 @@ class ServerConnection:
             logger.debug("MCP server %r could not connect again: %s", self.id, reason)
         self.state = ServerState.OFFLINE
         self.error = reason
+        self.public_error = reason if public is None else public
         self.client = None
         self.protocol_version = None
         self._online = anyio.Event()
@@ -312,13 +339,14 @@ class ServerConnection:
                 except Exception as exc:
                     tail = _tail(errlog)
                     raise _ConnectionLost(
-                        describe(exc) + (f" (server stderr: {tail})" if tail else "")
+                        describe(exc) + (f" (server stderr: {tail})" if tail else ""),
+                        _public(exc),
                     ) from exc
             if scope.cancelled_caught and self.state is ServerState.CONNECTING:
                 tail = _tail(errlog)
+                public = f"no handshake within {config.connect_timeout:g} ms"
                 raise _ConnectionLost(
-                    f"no handshake within {config.connect_timeout:g} ms"
-                    + (f" (server stderr: {tail})" if tail else "")
+                    public + (f" (server stderr: {tail})" if tail else ""), public
                 )
 
     async def _session(self, target: Any, scope: anyio.CancelScope, closed: anyio.Event) -> None:
@@ -402,7 +430,7 @@ class ServerConnection:
                 if exc.code == types.METHOD_NOT_FOUND and use_ping:
                     use_ping = False
                     continue
-                self._go_offline(describe(exc))
+                self._go_offline(describe(exc), _public(exc))
                 raise
 
     async def _sync_loop(self, client: Client) -> None:
@@ -492,7 +520,7 @@ class ServerConnection:
     def unavailable(self, name: str) -> ToolError:
         """The error for a call to the tool of client name ``name`` that cannot reach this
         server now, with a hint."""
-        why = f" ({self.error})" if self.error else ""
+        why = f" ({self.public_error})" if self.public_error else ""
         if self.state is ServerState.STOPPED:
             hint = "It was removed from the configuration; do not call its tools again."
         elif self.config.auto_reconnect:
