@@ -15,7 +15,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
 
@@ -501,6 +501,10 @@ class Center:
         return unsubscribe
 
     def _publish(self, event: ChangeEvent) -> None:
+        if event.kind == "flag" and event.target.startswith("mcp:"):
+            value = event.detail.get("value")
+            if isinstance(value, Mapping):
+                event = replace(event, detail={**event.detail, "value": mask_mcp_entry(value)})
         for callback in list(self._subscribers):
             try:
                 callback(event)
@@ -780,10 +784,16 @@ class Center:
             action="remove_mcp",
         )  # fmt: skip
 
-    def mcp_servers(self) -> dict[str, dict[str, Any]]:
-        """The pushed MCP server entries by id."""
+    def mcp_servers(self, *, reveal: bool = False) -> dict[str, dict[str, Any]]:
+        """The pushed MCP server entries by id, their secrets (``env`` and ``headers``
+        values, the userinfo of ``url``) shown as ``***``.
+
+        Args:
+            reveal: Give the real values (what a host needs to connect; never for
+                listings).
+        """
         return {
-            target: dict(value)
+            target: dict(value) if reveal else mask_mcp_entry(value)
             for (scope, target, flag), value in self.snapshot.flags.items()
             if scope == "mcp" and flag == "config"
         }
@@ -908,7 +918,7 @@ class Center:
         """Audit entries (newest first) matching every filter given; queued call
         entries are written first."""
         self.flush()
-        return self.store.query_audit(
+        entries = self.store.query_audit(
             type=type,
             session=session,
             tool=tool,
@@ -917,6 +927,7 @@ class Center:
             until=until,
             limit=limit,
         )
+        return [_masked_entry(e) if e.outcome in _MCP_ACTIONS else e for e in entries]
 
     # -- lifecycle operations -------------------------------------------------------------
 
@@ -1330,6 +1341,43 @@ def _circuit(found: tuple[str, float]) -> str:
     """``open``, or ``half_open`` once the cool-down has passed (the next call is the
     trial)."""
     return "half_open" if found[1] <= time.time() else found[0]
+
+
+MASK = "***"
+"""What stands for a secret of a pushed MCP server entry in listings, audit and feed."""
+_MCP_ACTIONS = frozenset({"push_mcp", "remove_mcp"})
+
+
+def mask_mcp_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A pushed MCP server entry with its ``env`` and ``headers`` values and the userinfo
+    of its ``url`` replaced by ``***``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    out = dict(entry)
+    for key in ("env", "headers"):
+        value = out.get(key)
+        if isinstance(value, Mapping):
+            out[key] = {name: MASK for name in value}
+        elif value is not None:
+            out[key] = MASK
+    url = out.get("url")
+    if isinstance(url, str) and "@" in url:
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            out["url"] = MASK
+        else:
+            if "@" in parts.netloc:
+                host = parts.netloc.rsplit("@", 1)[1]
+                out["url"] = urlunsplit(parts._replace(netloc=f"{MASK}@{host}"))
+    return out
+
+
+def _masked_entry(entry: AuditEntry) -> AuditEntry:
+    def mask(value: Any) -> Any:
+        return mask_mcp_entry(value) if isinstance(value, Mapping) else value
+
+    return replace(entry, before=mask(entry.before), after=mask(entry.after))
 
 
 _AWAITING = "its server's definition awaits an operator's approval"

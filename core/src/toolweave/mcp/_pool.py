@@ -334,7 +334,7 @@ class MCPPool:
             snapshot = center.snapshot
             if snapshot is not seen:
                 seen = snapshot
-                entries = center.mcp_servers()
+                entries = center.mcp_servers(reveal=True)
                 try:
                     pushed = parse_servers({"mcpServers": entries}, source="the center")
                 except ConfigError as exc:
