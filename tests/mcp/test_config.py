@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from toolweave import ConfigError
 from toolweave.mcp import ServerConfig, load_servers, parse_http_address, parse_servers
 
@@ -202,3 +203,68 @@ def test_retry_settings_are_read_in_milliseconds_and_checked() -> None:
     with pytest.raises(ConfigError) as info:
         parse_servers({"mcp_servers": {"t": {"command": "x", "retry_delay": -1}}})
     assert [i.path for i in info.value.issues] == ["mcp_servers.t.retry_delay"]
+
+
+def test_config_errors_never_repeat_secrets() -> None:
+    secret = "sk-live-SECRET-777"
+    entries: dict[str, object] = {
+        "env_on_http": {"url": "https://h/mcp", "env": {"TOKEN": secret}},
+        "headers_on_stdio": {"command": "x", "headers": {"Authorization": f"Bearer {secret}"}},
+        "env_not_text": {"command": "x", "env": {"TOKEN": 1, "OTHER": secret}},
+        "headers_as_text": {"url": "https://h/mcp", "headers": f"Bearer {secret}"},
+        "url_typo": {"type": "http", "url": f"htps://bot:{secret}@h/mcp"},
+    }
+    with pytest.raises(ConfigError) as info:
+        parse_servers({"mcpServers": entries})
+    assert len(info.value.issues) == len(entries)
+    assert secret not in str(info.value)
+    assert all(secret not in repr(issue.actual) for issue in info.value.issues)
+    assert "htps://***@h/mcp" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "words"),
+    [
+        ("latin1.json", '{"mcpServers": {"caf\xe9": {"command": "x"}}}'.encode("latin-1"), "UTF-8"),
+        ("deep.json", b'{"mcpServers": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nests"),
+        ("deep.toml", b"a = " + b"[" * 100_000 + b"]" * 100_000, "nests"),
+    ],
+)
+def test_unreadable_files_are_config_errors(
+    tmp_path: Path, name: str, data: bytes, words: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(ConfigError, match=words):
+        load_servers(path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("timeout", float("inf")),
+        ("timeout", 3_600_001),
+        ("connect_timeout", float("inf")),
+        ("connect_timeout", 600_001),
+        ("poll_interval", float("inf")),
+        ("poll_interval", 86_400_001),
+        ("retry_min_remaining", float("inf")),
+    ],
+)
+def test_durations_are_finite_and_bounded(field: str, value: float) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_servers({"mcpServers": {}, "mcp_servers": {"a": {"command": "x", field: value}}})
+    assert info.value.issues[0].path == f"mcp_servers.a.{field}"
+
+
+def test_an_infinite_timeout_in_a_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "servers.json"
+    path.write_text('{"mcp_servers": {"a": {"command": "x", "timeout": 1e309}}}')
+    with pytest.raises(ConfigError, match="finite"):
+        load_servers(path)
+    limits = {"timeout": 3_600_000, "connect_timeout": 600_000, "poll_interval": 86_400_000}
+    config = ServerConfig(command="x", **limits)
+    assert (config.timeout, config.connect_timeout) == (3_600_000, 600_000)
+    for heartbeat in (float("inf"), 3_600_001):  # in code, milliseconds
+        with pytest.raises(ValidationError):
+            ServerConfig(command="x", heartbeat_interval=heartbeat)

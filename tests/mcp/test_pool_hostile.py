@@ -102,3 +102,20 @@ async def test_secrets_on_stderr_stay_out_of_model_errors_status_and_logs(
     for text in (status.error, result.text, logged):
         assert secret not in text
         assert "tok-Bearer-42" not in text
+
+
+async def test_a_reload_of_an_unreadable_file_reports_its_own_error(
+    tmp_path: Path, host_session: Callable[..., Session], eventually: Eventually
+) -> None:
+    config = _spec_server(tmp_path / "spec.json", {})
+    entry = {"command": config.command, "args": config.args}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcp_servers": {"s": entry}}))
+    session = host_session()
+    async with MCPPool(session, config_path=path, reload_interval=0.05) as pool:
+        assert await pool.wait_online("s")
+        path.write_text(json.dumps({"mcp_servers": {"s": {"command": 1}}}))
+        await eventually(lambda: pool.reload_error is not None, within=10)
+        path.write_bytes('{"mcp_servers": {"caf\xe9": {"command": "x"}}}'.encode("latin-1"))
+        await eventually(lambda: "UTF-8" in str(pool.reload_error), within=10)
+        assert "mcp__s__echo" in session.external  # the running configuration is kept

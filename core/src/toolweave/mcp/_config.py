@@ -57,6 +57,15 @@ DEFAULT_RETRY_DELAY_MS = 50
 DEFAULT_RETRY_MIN_REMAINING_MS = 100
 """Milliseconds of a call's timeout that must remain for a retry to be made."""
 
+MAX_TIMEOUT_MS = 3_600_000
+"""Longest ``timeout`` (and ``retry_min_remaining``): one hour."""
+MAX_CONNECT_TIMEOUT_MS = 600_000
+"""Longest ``connect_timeout``: ten minutes."""
+MAX_HEARTBEAT_MS = 3_600_000
+"""Longest ``heartbeat_interval``: one hour."""
+MAX_POLL_MS = 86_400_000
+"""Longest ``poll_interval``: one day."""
+
 _COMMON_FORM_KEYS = frozenset({"type", "command", "args", "env", "cwd", "url", "headers"})
 _FILE_TYPES = "`stdio` or `http` (streamable HTTP)"
 """The transports a file may name (``memory`` servers exist only in code)."""
@@ -79,7 +88,9 @@ class ServerConfig(BaseModel):
     Durations are in milliseconds.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, arbitrary_types_allowed=True, allow_inf_nan=False
+    )
 
     type: Literal["stdio", "http", "memory"] = "stdio"
     """Transport: ``stdio`` (spawn ``command``), ``http`` (streamable HTTP at ``url``) or
@@ -109,14 +120,14 @@ class ServerConfig(BaseModel):
     role."""
     auto_reconnect: bool = True
     """Reconnect with exponential backoff after the server fails or stops answering."""
-    heartbeat_interval: float = Field(DEFAULT_HEARTBEAT_MS, gt=0)
+    heartbeat_interval: float = Field(DEFAULT_HEARTBEAT_MS, gt=0, le=MAX_HEARTBEAT_MS)
     """Milliseconds between liveness checks (a ping, or a cheap request where the
     protocol has no ping)."""
-    poll_interval: float = Field(DEFAULT_POLL_MS, gt=0)
+    poll_interval: float = Field(DEFAULT_POLL_MS, gt=0, le=MAX_POLL_MS)
     """Milliseconds between periodic re-reads of the tool list."""
-    timeout: float = Field(DEFAULT_TIMEOUT_MS, gt=0)
+    timeout: float = Field(DEFAULT_TIMEOUT_MS, gt=0, le=MAX_TIMEOUT_MS)
     """Milliseconds a call (and a heartbeat) may take before it fails with ``timeout``."""
-    connect_timeout: float = Field(10_000, gt=0)
+    connect_timeout: float = Field(10_000, gt=0, le=MAX_CONNECT_TIMEOUT_MS)
     """Milliseconds allowed to start the server and complete the handshake."""
     retries: int = Field(2, ge=0, le=10)
     """How many times a call is retried after a transient failure (the server was
@@ -125,7 +136,7 @@ class ServerConfig(BaseModel):
     ``retry_min_remaining``)."""
     retry_delay: float = Field(DEFAULT_RETRY_DELAY_MS, ge=0, le=10_000)
     """Milliseconds to wait before the first retry; doubled for each further one."""
-    retry_min_remaining: float = Field(DEFAULT_RETRY_MIN_REMAINING_MS, ge=0)
+    retry_min_remaining: float = Field(DEFAULT_RETRY_MIN_REMAINING_MS, ge=0, le=MAX_TIMEOUT_MS)
     """A retry is made only when at least this many milliseconds of the call's
     ``timeout`` remain after its wait; otherwise the failure is answered at once."""
     prefix: str | None = None
@@ -159,7 +170,8 @@ class ServerConfig(BaseModel):
                 raise _FieldProblem("url", "an http server needs `url`")
             if not self.url.startswith(("http://", "https://")):
                 raise _FieldProblem(
-                    "url", f"`url` must start with http:// or https://, got {self.url!r}"
+                    "url",
+                    f"`url` must start with http:// or https://, got {strip_userinfo(self.url)!r}",
                 )
             stdio = {"command": self.command, "args": self.args, "env": self.env, "cwd": self.cwd}
             given = [name for name, value in stdio.items() if value]
@@ -244,8 +256,17 @@ def redact(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+_SECRET_FIELDS = frozenset({"env", "headers"})
+"""Fields whose values are never repeated in messages (they hold keys and tokens)."""
+
+
 def _issue(server_id: str, root: str, field: str, message: str, actual: Any = None) -> ConfigIssue:
     path = f"{root}.{server_id}" + (f".{field}" if field else "")
+    top = field.split(".", 1)[0]
+    if top in _SECRET_FIELDS:
+        actual = None
+    elif top == "url" and isinstance(actual, str):
+        actual = strip_userinfo(actual)
     return ConfigIssue(
         tool_id=f"mcp:{server_id}",
         message=message,
@@ -456,14 +477,30 @@ def load_servers(path: str | Path) -> dict[str, ServerConfig]:
         raise ConfigError(
             [ConfigIssue("", f"cannot read {file}: {exc.strerror or exc}", tag="mcp_server")]
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    "",
+                    f"{file} is not UTF-8 text (byte {exc.start} cannot be decoded)",
+                    tag="mcp_server",
+                )
+            ]
+        ) from exc
+    kind = "TOML" if file.suffix == ".toml" else "JSON"
     try:
         data: Any = tomllib.loads(text) if file.suffix == ".toml" else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(
-            [
-                ConfigIssue(
-                    "", f"{file} is not valid {file.suffix[1:] or 'JSON'}: {exc}", tag="mcp_server"
-                )
-            ]
+            [ConfigIssue("", f"{file} is not valid {kind}: {exc}", tag="mcp_server")]
         ) from exc
-    return parse_servers(data, source=str(file))
+    except RecursionError as exc:
+        raise ConfigError(
+            [ConfigIssue("", f"{file} nests too deeply to be read as {kind}", tag="mcp_server")]
+        ) from exc
+    try:
+        return parse_servers(data, source=str(file))
+    except RecursionError as exc:
+        raise ConfigError(
+            [ConfigIssue("", f"{file} nests too deeply to be checked", tag="mcp_server")]
+        ) from exc
