@@ -119,3 +119,23 @@ async def test_a_reload_of_an_unreadable_file_reports_its_own_error(
         path.write_bytes('{"mcp_servers": {"caf\xe9": {"command": "x"}}}'.encode("latin-1"))
         await eventually(lambda: "UTF-8" in str(pool.reload_error), within=10)
         assert "mcp__s__echo" in session.external  # the running configuration is kept
+
+
+async def test_tools_whose_schema_cannot_be_used_are_skipped(
+    tmp_path: Path, host_session: Callable[..., Session]
+) -> None:
+    infinite = {"type": "object", "properties": {"n": {"type": "number", "maximum": 1e999}}}
+    dangling = {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}
+    tools = [
+        ECHO,
+        {"name": "inf", "inputSchema": infinite},
+        {"name": "badref", "inputSchema": dangling},
+    ]
+    config = _spec_server(tmp_path / "spec.json", {"tools": tools})
+    session = host_session()
+    async with MCPPool(session, {"s": config}) as pool:
+        status = pool.status("s")
+        assert status.tools == ("mcp__s__echo",)
+        assert "JSON cannot carry" in status.skipped["inf"]
+        assert "#/$defs/missing" in status.skipped["badref"]
+        json.dumps(session.definitions(), allow_nan=False)  # the listing stays valid JSON

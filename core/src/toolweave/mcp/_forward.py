@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,21 @@ def retry_wait(config: ServerConfig, attempts: int, left: float) -> float | None
     return wait
 
 
+def _finite(value: Any) -> bool:
+    """Whether every number in ``value`` is finite (JSON can carry it)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
+
+
 def _read_only(tool: types.Tool, permission: str) -> bool:
     if permission == "read_only":
         return True
@@ -70,11 +86,21 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
 
     Raises:
         jsonschema.SchemaError: The server's input schema is not a valid JSON Schema.
+        ValueError: It holds a number JSON cannot carry (NaN, an infinity), which would
+            make the whole listing invalid JSON, or a ``$ref`` that cannot be resolved
+            within it, which would make every call fail.
     """
     import jsonschema
 
+    from toolweave.local._base import _unresolvable_refs
+
     schema = dict(tool.input_schema)
     jsonschema.validators.validator_for(schema).check_schema(schema)
+    if not _finite(schema):
+        raise ValueError("it holds a number JSON cannot carry (NaN or an infinity)")
+    dangling = _unresolvable_refs(schema)
+    if dangling:
+        raise ValueError(f"$ref {dangling[0]!r} cannot be resolved within it")
     config = server.config
     server_id = server.id
     remote = tool.name
