@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from toolweave import Session
 from toolweave.mcp import MCPPool, ServerConfig
@@ -139,3 +140,18 @@ async def test_tools_whose_schema_cannot_be_used_are_skipped(
         assert "JSON cannot carry" in status.skipped["inf"]
         assert "#/$defs/missing" in status.skipped["badref"]
         json.dumps(session.definitions(), allow_nan=False)  # the listing stays valid JSON
+
+
+async def test_a_flood_on_stderr_is_cut_back_to_its_end(
+    tmp_path: Path, host_session: Callable[..., Session], eventually: Eventually
+) -> None:
+    pid_file = tmp_path / "server.pid"
+    spec = {"stderr_mb": 12, "stderr": "the last words", "pid_file": str(pid_file)}
+    config = _spec_server(tmp_path / "spec.json", spec)
+    session = host_session()
+    async with MCPPool(session, {"s": config}) as pool:
+        assert await pool.wait_online("s", within=30)
+        stderr = Path(f"/proc/{pid_file.read_text()}/fd/2")  # the server's stderr file
+        await eventually(lambda: stderr.stat().st_size <= 4 * 1024 * 1024, within=10)
+        assert (await anyio.Path(stderr).read_bytes()).rstrip().endswith(b"the last words")
+        assert (await session.call("mcp__s__echo", {})).text == "ok"

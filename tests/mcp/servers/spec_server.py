@@ -4,8 +4,9 @@ server that changes its tools.
 
 Usage: ``spec_server.py SPEC_FILE``. The file holds ``{"tools": [...]}`` (listed as
 written, so anything JSON can say, ``Infinity`` included) and optionally, read once at
-start: ``"stderr": text`` (written to stderr before serving), ``"stderr_mb": n`` (that
-many MiB of filler lines on stderr), ``"child_pid_file": path`` (start a ``sleep``
+start: ``"stderr_mb": n`` (that many MiB of filler lines on stderr), ``"stderr": text``
+(written to stderr after them, before serving), ``"pid_file": path`` (write the server's pid there),
+``"child_pid_file": path`` (start a ``sleep``
 child in the server's process group and write its pid there), ``"exit": code`` (exit
 before serving), ``"started_file": path`` (the first start creates it and skips
 ``stderr`` and ``exit``: a server that fails only when started again). A call of a tool
@@ -25,6 +26,8 @@ from _jsonrpc import serve
 
 SPEC = Path(sys.argv[1])
 start = json.loads(SPEC.read_text())
+if start.get("pid_file"):
+    Path(start["pid_file"]).write_text(str(os.getpid()))
 if start.get("child_pid_file"):
     child = subprocess.Popen(
         ["sleep", "300"],
@@ -37,11 +40,10 @@ again = True
 if start.get("started_file"):
     again = Path(start["started_file"]).exists()
     Path(start["started_file"]).touch()
-if again and start.get("stderr"):
-    sys.stderr.write(start["stderr"] + "\n")
-    sys.stderr.flush()
 for _ in range(int(start.get("stderr_mb", 0)) * 1024):
     sys.stderr.write("E" * 1023 + "\n")
+if again and start.get("stderr"):
+    sys.stderr.write(start["stderr"] + "\n")
 sys.stderr.flush()
 if again and "exit" in start:
     sys.exit(int(start["exit"]))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import fcntl
 import logging
 import math
+import os
 import random
 import tempfile
 from dataclasses import dataclass, field
@@ -194,16 +196,53 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+STDERR_MAX = 4 * 1024 * 1024
+"""Bytes a stdio server's stderr file may reach before it is cut back to its end."""
+STDERR_KEEP = 64 * 1024
+"""Bytes of the end of that file kept when it is cut."""
+STDERR_CHECK = 1.0
+"""Seconds between checks of that file's size."""
+
+
+def _open_errlog() -> TextIO:
+    """A temporary file for a server's stderr, in append mode: the server writes at its
+    end even after :func:`_trim` cut it."""
+    file = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - the caller closes it
+    fd = file.fileno()
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+    return cast("TextIO", file)
+
+
+def _trim(errlog: TextIO) -> None:
+    """Cut the stderr file back to its last :data:`STDERR_KEEP` bytes once it is larger
+    than :data:`STDERR_MAX` (what the server writes meanwhile may be lost)."""
+    fd = errlog.fileno()
+    size = os.fstat(fd).st_size
+    if size <= STDERR_MAX:
+        return
+    kept = os.pread(fd, STDERR_KEEP, size - STDERR_KEEP)
+    os.ftruncate(fd, 0)
+    os.write(fd, kept)
+
+
+async def _trim_loop(errlog: TextIO) -> None:
+    while True:
+        await anyio.sleep(STDERR_CHECK)
+        with contextlib.suppress(OSError, ValueError):
+            _trim(errlog)
+
+
 def _tail(errlog: TextIO | None, limit: int = 400) -> str:
     if errlog is None:
         return ""
     try:
-        errlog.flush()
-        errlog.seek(0)
-        text = errlog.read()
+        fd = errlog.fileno()
+        size = os.fstat(fd).st_size
+        start = max(0, size - limit * 4)  # a character is at most 4 bytes of UTF-8
+        data = os.pread(fd, size - start, start)
     except (OSError, ValueError):
         return ""
-    text = text.strip()
+    text = data.decode("utf-8", errors="replace").strip()
     if not text:
         return ""
     return text[-limit:].replace("\n", " | ")
@@ -323,31 +362,41 @@ class ServerConnection:
         with contextlib.ExitStack() as files:
             errlog: TextIO | None = None
             if config.type == "stdio":
-                errlog = cast(
-                    "TextIO",
-                    files.enter_context(
-                        tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-                    ),
-                )
-            deadline = anyio.current_time() + config.connect_timeout / 1000
-            with anyio.CancelScope(deadline=deadline) as scope:
+                errlog = files.enter_context(_open_errlog())
+            async with anyio.create_task_group() as trimmer:
+                if errlog is not None:
+                    trimmer.start_soon(_trim_loop, errlog)
+                failure: Exception | None = None
                 try:
-                    target = open_target(
-                        config, closed, errlog, lambda: self.state is not ServerState.ONLINE
-                    )
-                    await self._session(target, scope, closed)
-                except Exception as exc:
-                    tail = _tail(errlog)
-                    raise _ConnectionLost(
-                        describe(exc) + (f" (server stderr: {tail})" if tail else ""),
-                        _public(exc),
-                    ) from exc
-            if scope.cancelled_caught and self.state is ServerState.CONNECTING:
-                tail = _tail(errlog)
-                public = f"no handshake within {config.connect_timeout:g} ms"
-                raise _ConnectionLost(
-                    public + (f" (server stderr: {tail})" if tail else ""), public
+                    await self._attempt(config, closed, errlog)
+                except Exception as exc:  # raised as itself, not in a group
+                    failure = exc
+                finally:
+                    trimmer.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
+
+    async def _attempt(
+        self, config: ServerConfig, closed: anyio.Event, errlog: TextIO | None
+    ) -> None:
+        """Connect and serve once; the stderr tail goes into the failure's text."""
+        deadline = anyio.current_time() + config.connect_timeout / 1000
+        with anyio.CancelScope(deadline=deadline) as scope:
+            try:
+                target = open_target(
+                    config, closed, errlog, lambda: self.state is not ServerState.ONLINE
                 )
+                await self._session(target, scope, closed)
+            except Exception as exc:
+                tail = _tail(errlog)
+                raise _ConnectionLost(
+                    describe(exc) + (f" (server stderr: {tail})" if tail else ""),
+                    _public(exc),
+                ) from exc
+        if scope.cancelled_caught and self.state is ServerState.CONNECTING:
+            tail = _tail(errlog)
+            public = f"no handshake within {config.connect_timeout:g} ms"
+            raise _ConnectionLost(public + (f" (server stderr: {tail})" if tail else ""), public)
 
     async def _session(self, target: Any, scope: anyio.CancelScope, closed: anyio.Event) -> None:
         from toolweave import __version__
