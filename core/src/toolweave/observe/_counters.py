@@ -11,10 +11,11 @@ of them or none.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, final
 
@@ -44,6 +45,19 @@ def load_pyrate() -> Any:
             "rate limits need pyrate-limiter: pip install 'toolweave[limits]'"
         ) from exc
     return pyrate_limiter
+
+
+@contextlib.contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction taken at once (``BEGIN IMMEDIATE``), rolled back on error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _problem(path: Path, exc: sqlite3.Error) -> CenterError:
@@ -117,14 +131,8 @@ class SQLiteCounters(Counters):
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _immediate(conn):
                 self._create(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
         except sqlite3.Error as exc:
             conn.close()
             raise _problem(self.path, exc) from exc
@@ -150,8 +158,7 @@ class SQLiteCounters(Counters):
             if conn is None:
                 raise RuntimeError(f"the rate-limit counters of {self.path} are closed")
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with _immediate(conn):
                     refusal = self._check(conn, counters, now)
                     if refusal is None:
                         conn.executemany(
@@ -167,11 +174,6 @@ class SQLiteCounters(Counters):
                                 f"DELETE FROM {self.TABLE} WHERE at < ? - ifnull(window_ms, ?)",
                                 (now, self._longest),
                             )
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
             except sqlite3.Error as exc:
                 raise _problem(self.path, exc) from exc
             return refusal
