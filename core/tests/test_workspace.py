@@ -199,6 +199,25 @@ def test_the_filesystem_root_contains_everything(tmp_path: Path) -> None:
     assert ws.relative("/") == "."
 
 
+def _settles(text: str) -> bool:
+    """Whether ``realpath`` resolves ``text`` all the way: it gives up at a loop of
+    links and returns the rest unresolved, which a second pass then changes."""
+    real = os.path.realpath(text)
+    return os.path.realpath(real) == real
+
+
+def test_a_link_loop_on_the_way_is_not_a_way_around_a_link(tree: Path) -> None:
+    """``loop/../out_link.txt`` (loop is a link to itself): realpath gives up at the
+    loop and returns ``out_link.txt`` unresolved, a link leading outside. It is refused,
+    never handed out as a path inside."""
+    ws = Workspace(tree)
+    with pytest.raises(ToolError) as info:
+        ws.resolve("loop/../out_link.txt")
+    assert info.value.kind is ErrorKind.INVALID_PARAMS
+    assert "loop of symbolic links" in info.value.message
+    _denied(ws, "loop/../out_link.txt", follow_final_link=False)
+
+
 SEGMENTS = st.sampled_from(
     [
         "..",
@@ -258,6 +277,14 @@ def test_a_resolved_path_is_always_inside(
     parent, name = os.path.split(joined)
     keep = not follow_final_link and name not in ("", ".", "..")
     expected = os.path.join(os.path.realpath(parent), name) if keep else os.path.realpath(joined)
+    checked = [parent] if keep else [joined]
+    if keep and os.path.islink(expected):
+        checked.append(expected)
+    if not all(_settles(p) for p in checked):  # a loop of links on the way
+        with pytest.raises(ToolError) as info:
+            ws.resolve(path, must_exist=must_exist, follow_final_link=follow_final_link)
+        assert info.value.kind in (ErrorKind.INVALID_PARAMS, ErrorKind.PERMISSION_DENIED)
+        return
     if not inside(joined) or (keep and not inside(parent)):
         _denied(ws, path, must_exist=must_exist, follow_final_link=follow_final_link)
     elif must_exist and not (os.path.lexists if keep else os.path.exists)(expected):

@@ -297,11 +297,21 @@ class Workspace:
         """``joined`` with every link followed, or ``permission_denied`` outside."""
         try:
             real = os.path.realpath(joined)
+            # realpath gives up at a loop of links and joins the rest unresolved
+            # (`loop/../out_link` gave `out_link`, a link it never followed): what it
+            # returns is checked only once it resolves to itself.
+            looped = os.path.realpath(real) != real
         except (OSError, ValueError) as exc:
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
                 f"the path `{preview(asked)}` cannot be resolved: {preview(exc)}",
             ) from exc
+        if looped:
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS,
+                f"the path `{preview(asked)}` cannot be resolved: it runs into a loop of "
+                "symbolic links",
+            )
         if real == self._text or real.startswith(self._prefix):
             return real
         how = "leads" if self.contains(os.path.normpath(joined)) else "is"
