@@ -1,11 +1,12 @@
 """Finding skills: folders holding a ``SKILL.md`` with YAML front matter, rescanned
-cheaply (a listing per root, a ``stat`` per skill) so skills added while a session runs
+cheaply (a listing per root, an ``lstat`` per skill) so skills added while a session runs
 are found on the next look."""
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ __all__ = [
     "SkillIndex",
     "SkillScan",
     "parse_skill",
+    "read_regular",
     "resolve_folders",
 ]
 
@@ -88,16 +90,65 @@ def _front_matter(text: str) -> tuple[dict[str, Any], str]:
     return data, "".join(lines[end + 1 :]).strip()
 
 
+def read_regular(path: Path, limit: int, *, follow: bool = True) -> bytes:
+    """At most ``limit`` bytes from the start of the regular file at ``path``.
+
+    The file is opened without blocking (a FIFO with no writer does not hang the
+    caller) and must be a regular file once open: FIFOs, devices, sockets and folders
+    are refused, so nothing endless such as ``/dev/zero`` is read.
+
+    Args:
+        path: The file.
+        limit: The most bytes read.
+        follow: Whether a symbolic link at ``path`` is followed; when not, a link is
+            refused.
+
+    Raises:
+        ValueError: It is a symbolic link (``follow`` off) or not a regular file.
+        OSError: It cannot be opened or read.
+    """
+    info = os.stat(path, follow_symlinks=follow)
+    if stat.S_ISLNK(info.st_mode):
+        raise ValueError("it is a symbolic link")
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError("it is not a regular file")
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        if not follow and os.path.islink(path):  # replaced by a link since the stat
+            raise ValueError("it is a symbolic link") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("it is not a regular file")
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def parse_skill(path: Path) -> Skill:
     """The skill whose ``SKILL.md`` is at ``path``.
+
+    ``SKILL.md`` must be a regular file, not a symbolic link (the skill's folder may be
+    one): a FIFO, a device or a link is refused without being read.
 
     Raises:
         ValueError: Why the file is not a usable skill.
         OSError: It cannot be read.
     """
-    if path.stat().st_size > _MAX_SKILL_BYTES:
+    data_bytes = read_regular(path, _MAX_SKILL_BYTES + 1, follow=False)
+    if len(data_bytes) > _MAX_SKILL_BYTES:
         raise ValueError(f"it is larger than {_MAX_SKILL_BYTES} bytes")
-    data, body = _front_matter(path.read_text(encoding="utf-8", errors="replace"))
+    data, body = _front_matter(data_bytes.decode("utf-8", errors="replace"))
     name, description = data.pop("name", None), data.pop("description", None)
     if not isinstance(name, str) or not _NAME.match(name) or len(name) > _MAX_NAME:
         raise ValueError(
@@ -159,7 +210,7 @@ class SkillIndex:
             seen: set[Path] = set()
             for path in self._candidates():
                 try:
-                    info = path.stat()
+                    info = path.lstat()  # a link is looked at, not followed
                 except OSError:
                     continue
                 seen.add(path)

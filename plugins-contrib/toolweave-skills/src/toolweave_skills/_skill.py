@@ -17,7 +17,14 @@ from toolweave import (
     preview,
 )
 
-from toolweave_skills._index import DEFAULT_FOLDERS, SKILL_FILE, Skill, SkillIndex, resolve_folders
+from toolweave_skills._index import (
+    DEFAULT_FOLDERS,
+    SKILL_FILE,
+    Skill,
+    SkillIndex,
+    read_regular,
+    resolve_folders,
+)
 
 __all__ = [
     "SkillArgs",
@@ -200,21 +207,26 @@ class SkillResult(ToolOutput):
 
 
 def _files(skill: Skill, limit: int) -> tuple[list[str], int]:
-    """The skill folder's files (hidden ones and caches left out), sorted, capped."""
+    """The skill folder's files (hidden ones, caches and links leading out of the folder
+    left out), sorted, capped."""
     found: list[str] = []
+    folder = skill.folder.resolve()
     for path in sorted(skill.folder.rglob("*")):
         rel = path.relative_to(skill.folder)
         if rel.as_posix() == SKILL_FILE or any(
             part.startswith(".") or part == "__pycache__" for part in rel.parts
         ):
             continue
-        if path.is_file():
+        if path.is_file() and path.resolve().is_relative_to(folder):
             found.append(rel.as_posix())
     return found[:limit], max(0, len(found) - limit)
 
 
 def _read(skill: Skill, file: str, limit: int) -> SkillFile:
-    """A resource file of ``skill``, which must stay inside its folder."""
+    """A resource file of ``skill``, which must stay inside its folder; at most
+    ``limit`` characters of it are read (4 bytes each at most in UTF-8)."""
+    if "\0" in file:
+        raise ToolError(ErrorKind.INVALID_PARAMS, "`file` must not contain a NUL character")
     folder = skill.folder.resolve()
     path = (folder / file).resolve()
     if not path.is_relative_to(folder):
@@ -228,7 +240,13 @@ def _read(skill: Skill, file: str, limit: int) -> SkillFile:
             f"the skill {skill.name!r} has no file {preview(file)!r}; load the skill to "
             "see its files",
         )
-    data = path.read_bytes()
+    try:
+        data = read_regular(path, limit * 4 + 1)
+    except ValueError:
+        raise ToolError(
+            ErrorKind.INVALID_PARAMS,
+            f"{preview(file)!r} is not a regular file; only text files of a skill can be read",
+        ) from None
     if b"\0" in data[:8_192]:
         raise ToolError(
             ErrorKind.INVALID_PARAMS,
