@@ -4,6 +4,8 @@ cancellation."""
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +197,87 @@ async def test_the_shipped_client_makes_no_videos(workspace: Path) -> None:
     assert "shut down on 24 September 2026" in result.text
     assert "MediaClient" in result.text
     await session.aclose()
+
+
+async def test_image_to_video_refuses_a_fifo_without_waiting(
+    make_session: SessionFactory, service: Service, workspace: Path
+) -> None:
+    """An image path naming a FIFO is refused as not a regular file at once (nothing
+    waits for a writer, neither the call nor the event loop); no job starts."""
+    fifo = workspace / "pic.png"
+    os.mkfifo(fifo)
+    # Frees a reader stuck on the FIFO, so a regression fails instead of hanging.
+    releaser = threading.Timer(25, lambda: os.close(os.open(fifo, os.O_WRONLY)))
+    releaser.daemon = True
+    releaser.start()
+    try:
+        session = make_session(tools(**FAST))
+        with anyio.fail_after(20):
+            refused = await session.call("image_to_video", {"prompt": "x", "image_path": "pic.png"})
+    finally:
+        releaser.cancel()
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.INVALID_PARAMS, refused.text
+    assert "not a regular file" in refused.text
+    assert service.videos == []
+
+
+async def test_image_to_video_reads_no_more_than_the_limit(
+    make_session: SessionFactory, service: Service, workspace: Path
+) -> None:
+    """An image over ``max_bytes`` is refused having read at most the limit plus one
+    byte, even when its size looked small when it was opened."""
+    (workspace / "big.png").write_bytes(PNG + b"\0" * 10_000)
+    reads: list[int] = []
+    real_read, real_fstat = os.read, os.fstat
+
+    def counting_read(fd: int, n: int) -> bytes:
+        data = real_read(fd, n)
+        reads.append(len(data))
+        return data
+
+    def small_fstat(fd: int) -> os.stat_result:  # as if the file grew after the look
+        info = list(real_fstat(fd))
+        info[6] = 0  # st_size
+        return os.stat_result(info)
+
+    session = make_session(tools(max_bytes=1_000))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "read", counting_read)
+        patch.setattr(os, "fstat", small_fstat)
+        refused = await session.call("image_to_video", {"prompt": "x", "image_path": "big.png"})
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.INVALID_PARAMS, refused.text
+    assert "over the limit" in refused.text
+    assert sum(reads) <= 1_001
+    assert service.videos == []
+
+
+@pytest.mark.parametrize("path", ["x.png/../../evil", "new/../../evil.png"])
+async def test_a_refused_path_leaves_no_folder_behind(
+    make_session: SessionFactory, service: Service, workspace: Path, path: str
+) -> None:
+    """A path leading out of the workspace through a folder that does not exist yet is
+    refused, and that folder is not created; the service is not asked."""
+    session = make_session()
+    refused = await session.call("image_gen", {"prompt": "x", "path": path})
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.PERMISSION_DENIED, refused.text
+    assert os.listdir(workspace) == []
+    assert service.requests == []
+
+
+@pytest.mark.parametrize("path", ["dir/", "dir/.png", ".", "dir/.."])
+async def test_a_path_naming_no_file_is_refused(
+    make_session: SessionFactory, service: Service, workspace: Path, path: str
+) -> None:
+    """A path that names a folder rather than a file is invalid_params (no hidden
+    `dir/.png` is saved), before the service is asked."""
+    (workspace / "dir").mkdir()
+    session = make_session()
+    refused = await session.call("image_gen", {"prompt": "x", "path": path})
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.INVALID_PARAMS, refused.text
+    assert "names no file" in refused.text
+    assert os.listdir(workspace / "dir") == []
+    assert service.requests == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -165,9 +166,10 @@ class ImageGen(Tool[ImageGenArgs, MediaOutput]):
                 f"at most {params.max_images} images per call; ask for fewer "
                 f"`{ctx.param_name('count')}`",
             )
+        target = _target(ctx, params, args.path, args.prompt)
         request = ImageRequest(args.prompt, args.count, args.size, params.image_model)
         made = await client_of(ctx).generate_image(request)
-        return MediaOutput(files=_save_all(ctx, params, made, args.path, args.prompt))
+        return MediaOutput(files=_save_all(ctx, params, made, target))
 
 
 class VideoGen(Tool[VideoGenArgs, MediaOutput]):
@@ -189,8 +191,9 @@ class VideoGen(Tool[VideoGenArgs, MediaOutput]):
     ) -> AsyncIterator[Progress | MediaOutput]:
         """Start the job, report its progress, save the video."""
         params = ctx.params(MediaParams)
+        target = _target(ctx, params, args.path, args.prompt)
         request = VideoRequest(args.prompt, args.seconds, args.size, params.video_model)
-        async for item in _video(ctx, params, request, args.path):
+        async for item in _video(ctx, params, request, target):
             yield item
 
 
@@ -213,16 +216,20 @@ class ImageToVideo(Tool[ImageToVideoArgs, MediaOutput]):
     ) -> AsyncIterator[Progress | MediaOutput]:
         """Read the image, start the job, report its progress, save the video."""
         params = ctx.params(MediaParams)
-        image, name = _read_image(ctx, params, args.image_path)
+        target = _target(ctx, params, args.path, args.prompt)
+        workspace = ctx.resources.require(Workspace)
+        image, name = await anyio.to_thread.run_sync(
+            _read_image, workspace, params.max_bytes, args.image_path
+        )
         request = VideoRequest(
             args.prompt, args.seconds, args.size, params.video_model, image=image, image_name=name
         )
-        async for item in _video(ctx, params, request, args.path):
+        async for item in _video(ctx, params, request, target):
             yield item
 
 
 async def _video(
-    ctx: Context, params: MediaParams, request: VideoRequest, path: str | None
+    ctx: Context, params: MediaParams, request: VideoRequest, target: tuple[str, str | None]
 ) -> AsyncIterator[Progress | MediaOutput]:
     client = client_of(ctx)
     deadline = time.monotonic() + params.timeout_s
@@ -260,21 +267,37 @@ async def _video(
             await cancel_quietly(client, job.id)
     meta = {**known, **video.metadata, "video_id": job.id}
     media = Media(video.data, video.extension, meta)
-    yield MediaOutput(files=_save_all(ctx, params, [media], path, request.prompt))
+    yield MediaOutput(files=_save_all(ctx, params, [media], target))
 
 
-def _read_image(ctx: Context, params: MediaParams, asked: str) -> tuple[bytes, str]:
-    workspace = ctx.resources.require(Workspace)
+def _read_image(workspace: Workspace, max_bytes: int, asked: str) -> tuple[bytes, str]:
+    """The image at ``asked`` and its name: a regular file of at most ``max_bytes``,
+    opened without blocking (a FIFO is refused, not waited on) and read no further
+    than the limit (run it in a worker thread: it reads a file)."""
+    over = f"`{asked}` is over the limit of {max_bytes:,} bytes"
     try:
-        with workspace.open(asked) as entry:
+        with workspace.open(asked, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC) as entry:
             assert entry.fd is not None
-            size = os.fstat(entry.fd).st_size
-            if size > params.max_bytes:
+            info = os.fstat(entry.fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolError(ErrorKind.INVALID_PARAMS, f"`{asked}` is not a regular file")
+            if info.st_size > max_bytes:
+                raise ToolError(ErrorKind.INVALID_PARAMS, over)
+            chunks: list[bytes] = []
+            left = max_bytes + 1
+            while left > 0:
+                chunk = os.read(entry.fd, min(left, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+            if left <= 0:
                 raise ToolError(
-                    ErrorKind.INVALID_PARAMS, f"`{asked}` is {size:,} bytes, over the limit"
-                )
-            with os.fdopen(os.dup(entry.fd), "rb") as file:
-                data = file.read()
+                    ErrorKind.INVALID_PARAMS, over
+                )  # it grew past the limit since the size was looked at
+            data = b"".join(chunks)
             name = entry.name
     except FileNotFoundError:
         raise ToolError(ErrorKind.NOT_FOUND, f"`{asked}` does not exist in the workspace") from None
@@ -289,9 +312,16 @@ def _read_image(ctx: Context, params: MediaParams, asked: str) -> tuple[bytes, s
     return data, name
 
 
-def _save_all(
-    ctx: Context, params: MediaParams, made: list[Media], path: str | None, prompt: str
-) -> list[SavedFile]:
+def _target(
+    ctx: Context, params: MediaParams, path: str | None, prompt: str
+) -> tuple[str, str | None]:
+    """Where the files go: the path without its extension, and the extension asked for
+    (``None``: the media's own). Checked before anything is made or written.
+
+    Raises:
+        ToolError: ``invalid_params`` for a path naming no file (``dir/``);
+            ``permission_denied`` for one leading outside the workspace.
+    """
     workspace = ctx.resources.require(Workspace)
     if path is None:
         stem = "-".join(re.findall(r"[a-z0-9]+", prompt.lower())[:6]) or "media"
@@ -303,6 +333,22 @@ def _save_all(
             base, suffix = path, None
         else:
             suffix = ext
+        if base.rpartition("/")[2] in ("", ".", ".."):
+            raise ToolError(
+                ErrorKind.INVALID_PARAMS,
+                f"`{path}` names no file; end it with a file name such as `picture.png`",
+            )
+        # The whole path is checked before a directory on its way is made, so a refused
+        # path (`new/../../out.png`) leaves nothing behind.
+        workspace.resolve(path)
+    return base, suffix
+
+
+def _save_all(
+    ctx: Context, params: MediaParams, made: list[Media], target: tuple[str, str | None]
+) -> list[SavedFile]:
+    workspace = ctx.resources.require(Workspace)
+    base, suffix = target
     return [_save(workspace, params, media, base, suffix or media.extension) for media in made]
 
 
