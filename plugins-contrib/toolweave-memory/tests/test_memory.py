@@ -194,3 +194,47 @@ async def test_bad_saves_are_invalid(workspace: Path, args: dict[str, Any]) -> N
     result = await session_for(workspace).call("memory_save", args)
     assert result.error is not None
     assert result.error.kind is ErrorKind.INVALID_PARAMS, result.text
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("memory_delete", {"ids": [2**70]}),
+        ("memory_delete", {"ids": [1, 2**63]}),
+        ("memory_delete", {"ids": [0]}),
+        ("memory_save", {"content": "x", "replace_id": 2**70}),
+        ("memory_save", {"content": "x", "replace_id": 2**63}),
+    ],
+)
+async def test_ids_out_of_range_are_invalid(
+    workspace: Path, name: str, args: dict[str, Any]
+) -> None:
+    """Ids below 1 or beyond SQLite's integers are invalid_params, not a crash; the
+    largest id SQLite holds is accepted (and simply not found)."""
+    session = session_for(workspace)
+    result = await session.call(name, args)
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.INVALID_PARAMS, result.text
+    largest = await session.call("memory_delete", {"ids": [2**63 - 1]})
+    assert largest.error is not None
+    assert largest.error.kind is ErrorKind.NOT_FOUND, largest.text
+
+
+async def test_a_corrupt_file_is_unavailable_and_left_alone(workspace: Path) -> None:
+    """A memory file that is not a database makes every tool answer unavailable, naming
+    the file; the file is not changed."""
+    path = workspace / ".toolweave" / "memory.db"
+    path.parent.mkdir()
+    garbage = b"garbage" * 100
+    path.write_bytes(garbage)
+    session = session_for(workspace)
+    for name, args in (
+        ("memory_search", {"query": "x"}),
+        ("memory_save", {"content": "x"}),
+        ("memory_delete", {"ids": [1]}),
+    ):
+        result = await session.call(name, args)
+        assert result.error is not None
+        assert result.error.kind is ErrorKind.UNAVAILABLE, result.text
+        assert str(path) in result.text
+    assert path.read_bytes() == garbage

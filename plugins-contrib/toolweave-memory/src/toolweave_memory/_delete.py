@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, Field
 from toolweave import Capabilities, Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
 from toolweave_memory._scopes import store_for, visible_scopes
+from toolweave_memory._store import MAX_ID
 
 __all__ = ["DeletedMemories", "MemoryDelete", "MemoryDeleteArgs"]
 
@@ -13,7 +16,7 @@ __all__ = ["DeletedMemories", "MemoryDelete", "MemoryDeleteArgs"]
 class MemoryDeleteArgs(BaseModel):
     """Arguments of ``memory_delete``."""
 
-    ids: list[int] = Field(
+    ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(
         min_length=1,
         max_length=100,
         description="Ids of the memories to delete, as memory_search shows them (`[12]`).",

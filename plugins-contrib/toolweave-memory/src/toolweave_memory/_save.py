@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 from toolweave import Capabilities, Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
 from toolweave_memory._scopes import Scope, Tag, scope_key, store_for, visible_scopes
+from toolweave_memory._store import MAX_ID
 
 __all__ = ["MemorySave", "MemorySaveArgs", "MemorySaveParams", "SavedMemory"]
 
@@ -41,7 +42,10 @@ class MemorySaveArgs(BaseModel):
     """Who sees it."""
 
     replace_id: int | None = Field(
-        default=None, ge=1, description="Id of a memory to overwrite (to correct it), not add."
+        default=None,
+        ge=1,
+        le=MAX_ID,
+        description="Id of a memory to overwrite (to correct it), not add.",
     )
     """The memory to replace."""
 

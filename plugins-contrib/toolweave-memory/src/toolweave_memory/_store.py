@@ -19,9 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+from toolweave import ErrorKind, ToolError
 from toolweave.state import make_folder
 
-__all__ = ["Memory", "MemoryStore", "SearchHit", "fts_query"]
+__all__ = ["MAX_ID", "Memory", "MemoryStore", "SearchHit", "fts_query"]
+
+MAX_ID = 2**63 - 1
+"""The largest id a memory can have (SQLite's largest integer)."""
 
 T = TypeVar("T")
 
@@ -150,6 +154,10 @@ class MemoryStore:
         path: The database file.
         busy_timeout: Seconds a statement waits for another process's write lock.
         attempts: How often an operation is tried when the lock stays taken.
+
+    Every operation raises :class:`~toolweave.ToolError` ``unavailable``, naming the
+    file and leaving it untouched, when the file is not a usable database (corrupt, not
+    SQLite, or written by a newer version).
     """
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 5.0, attempts: int = 8) -> None:
@@ -202,6 +210,14 @@ class MemoryStore:
                 busy = "locked" in str(exc) or "busy" in str(exc)
                 if not busy or attempt == self.attempts - 1:
                     raise
+            except sqlite3.DatabaseError as exc:
+                if type(exc) is not sqlite3.DatabaseError:
+                    raise  # a constraint or a programming error: not the file's fault
+                raise ToolError(
+                    ErrorKind.UNAVAILABLE,
+                    f"the memory file {self.path} cannot be used ({exc}); it is left as it "
+                    "is: repair it, or move it away to start with no memories",
+                ) from None
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 1.0)
         raise AssertionError("unreachable")  # pragma: no cover
