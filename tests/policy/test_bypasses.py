@@ -120,3 +120,35 @@ def test_a_deny_rule_on_a_file_tool_holds_whatever_its_path_argument_is_called(
     assert expected in result.text
     allowed = anyio.run(session.call, "read_file", {argument: "notes.txt"}, "c2")
     assert (allowed.error is None) is (config is not None), allowed.text
+
+
+def test_a_link_loop_cannot_carry_a_path_past_an_allow_rule(tmp_path: Path) -> None:
+    """``loop/../out.txt`` (loop links to itself, out.txt leads outside): the rules
+    cannot tell where it leads, so an allow rule does not cover it; it is asked about."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "loop").symlink_to("loop")
+    (workspace / "out.txt").symlink_to(outside / "secret.txt")
+
+    @tool(blocking=False, read_only=True)
+    def read_text(path: str) -> str:
+        """Read a file. Not for writing.
+
+        Args:
+            path: The file.
+        """
+        return f"read {path}"
+
+    builder = ToolSetBuilder()
+    builder.add(read_text)
+    session = builder.build().session(workspace=workspace)
+    entry = session.resolve("read_text")
+    assert entry is not None
+    policy = Policy({"allow": ["read_text(./**)"], "read_only": "ask"})
+    root = str(workspace.resolve())
+    assert policy.decide(entry, entry.parse({"path": "notes.txt"}), root).effect is Effect.ALLOW
+    looped = entry.parse({"path": "loop/../out.txt"})
+    assert policy.decide(entry, looped, root).effect is Effect.ASK

@@ -77,12 +77,15 @@ class Located:
 
 def locate(path: str, base: str) -> Located | None:
     """Resolve ``path`` (relative to ``base``, or absolute); ``None`` when it cannot
-    be a path (a NUL byte, not text)."""
+    be a path (a NUL byte, not text) or cannot be resolved (a loop of links)."""
     if not isinstance(path, str) or "\0" in path:
         return None
     joined = os.path.join(base, path)
     try:
-        return Located(os.path.realpath(joined), os.path.normpath(joined))
+        real = os.path.realpath(joined)
+        if os.path.realpath(real) != real:
+            return None  # realpath gave up at a loop of links: the rest is unresolved
+        return Located(real, os.path.normpath(joined))
     except (OSError, ValueError):
         return None
 
