@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -464,3 +466,125 @@ def test_the_mcp_listing_of_a_session_carries_the_served_hints() -> None:
         assert dict(listed[name]) == served.model_dump(by_alias=True, exclude_none=True)
     assert dict(listed["lookup"])["openWorldHint"] is True
     assert "openWorldHint" not in listed["run"]
+
+
+# -- HTTP exposure: DNS rebinding and non-loopback addresses -----------------------------
+
+
+SERVERS = Path(__file__).parent / "servers"
+PY = sys.executable
+DEMO_ARGS = ["-m", "toolweave.mcp", "--packs", "none", "--pack", "demo_pack:pack"]
+
+
+def _worktree_env() -> dict[str, str]:
+    """The demo pack's environment, keeping the code under test importable."""
+    paths = [str(SERVERS), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def _initialize(host: str, port: int, headers: dict[str, str]) -> int:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    connection = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        connection.request(
+            "POST",
+            "/mcp",
+            json.dumps(body).encode(),
+            {
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                **headers,
+            },
+        )
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
+def test_http_refuses_foreign_host_and_origin_on_every_loopback_address(
+    host: str, tmp_path: Path
+) -> None:
+    """Whatever loopback address it is bound to, the server answers its own Host and
+    localhost, and refuses a Host or an Origin naming another site (DNS rebinding)."""
+    proc = subprocess.Popen(
+        [PY, *DEMO_ARGS, "--http", f"{host}:0", "--workspace", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_worktree_env(),
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"serving MCP on http://{host}:" in line, line
+        port = int(line.rsplit(":", 1)[1].split("/", 1)[0])
+        assert _initialize(host, port, {}) == 200
+        assert _initialize(host, port, {"Host": f"localhost:{port}"}) == 200
+        assert _initialize(host, port, {"Origin": f"http://{host}:{port}"}) == 200
+        assert _initialize(host, port, {"Host": "evil.example:80"}) == 421
+        assert _initialize(host, port, {"Host": f"attacker.example:{port}"}) == 421
+        assert _initialize(host, port, {"Origin": "http://evil.example"}) == 403
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def test_http_refuses_a_non_loopback_address_without_allow_remote(tmp_path: Path) -> None:
+    """``--http 0.0.0.0:PORT`` is refused before anything listens, unless allowed."""
+    done = subprocess.run(
+        [PY, *DEMO_ARGS, "--http", "0.0.0.0:0", "--workspace", str(tmp_path)],
+        capture_output=True,
+        env=_worktree_env(),
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "refusing to serve MCP on 0.0.0.0" in done.stderr
+    assert "--allow-remote" in done.stderr
+
+
+def test_toolweave_serve_refuses_a_non_loopback_address(tmp_path: Path) -> None:
+    """The ``toolweave serve`` command refuses ``--http 0.0.0.0:PORT`` without
+    ``--allow-remote``."""
+    from toolweave.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(
+        app,
+        ["serve", "--http", "0.0.0.0:0", "--packs", "none", "--no-config", "--no-plugins",
+         "--no-mcp", "--workspace", str(tmp_path)],
+    )  # fmt: skip
+    assert result.exit_code != 0
+    assert "--allow-remote" in result.output
+
+
+def test_wildcard_addresses_allow_the_machine_names_and_loopback_only() -> None:
+    """On ``0.0.0.0`` (served with ``allow_remote``) the allowed Hosts are the loopback
+    names and this machine's names on the port, never any Host."""
+    from toolweave.mcp._server import check_exposure, security_settings
+
+    check_exposure("0.0.0.0", allow_remote=True)  # no error
+    settings = security_settings("0.0.0.0", 8765)
+    assert settings.enable_dns_rebinding_protection
+    assert {"127.0.0.1:8765", "localhost:8765", "[::1]:8765"} <= set(settings.allowed_hosts)
+    assert all(host.endswith(":8765") for host in settings.allowed_hosts)
+    assert "0.0.0.0:8765" not in settings.allowed_hosts
+    assert set(settings.allowed_origins) == {f"http://{h}" for h in settings.allowed_hosts}

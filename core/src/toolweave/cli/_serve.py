@@ -54,6 +54,15 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Let --http bind an address that is not loopback (0.0.0.0, a LAN "
+            "address). The server has no authentication: anyone who can reach it can "
+            "call every tool.",
+        ),
+    ] = False,
     workspace: WorkspaceOpt = None,
     name: Annotated[
         str, typer.Option("--name", help="Server name shown to clients.")
@@ -90,7 +99,10 @@ def serve(
     followed.
 
     Over stdio nothing but the protocol is written to standard output; messages go to
-    standard error. Ctrl-C stops it (exit 0), over stdio and HTTP alike; over stdio so
+    standard error. Over HTTP it binds only a loopback address unless --allow-remote is
+    given, and answers only requests whose Host (and Origin, when sent) name the
+    address it is bound to or localhost, so that web pages cannot reach it through
+    DNS rebinding. Ctrl-C stops it (exit 0), over stdio and HTTP alike; over stdio so
     does the end of its input (the client closing the pipe, or Ctrl-D on a terminal).
 
     With --center (or $TOOLWEAVE_CENTER) the served session is under the registry
@@ -101,12 +113,16 @@ def serve(
 
         toolweave serve --packs fs,search    # for an MCP client to start
         toolweave serve --http 127.0.0.1:8765 --config toolweave.toml
+        toolweave serve --http 0.0.0.0:8765 --allow-remote   # no authentication!
         toolweave serve --center .toolweave/center.db --role common_user
         toolweave serve --plugins ./my-tools --mcp .mcp_servers.json
     """
     from toolweave.mcp import parse_http_address, serve_http, serve_stdio
+    from toolweave.mcp._server import check_exposure
 
     address = parse_http_address(http) if http is not None else None  # fails before start
+    if address is not None:
+        check_exposure(address[0], allow_remote=allow_remote)
     root = workspace or Path.cwd()
     folders = plugin_folders(plugins, no_plugins, root)
     server_file = mcp_file(mcp, no_mcp, root)
@@ -141,7 +157,12 @@ def serve(
                 await serve_stdio(session, name=name, telemetry=otel or None)
             else:
                 await serve_http(
-                    session, *address, on_ready=ready, name=name, telemetry=otel or None
+                    session,
+                    *address,
+                    on_ready=ready,
+                    allow_remote=allow_remote,
+                    name=name,
+                    telemetry=otel or None,
                 )
             tg.cancel_scope.cancel()
 

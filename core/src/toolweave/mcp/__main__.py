@@ -42,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--workspace", default=None, help="workspace root (default: cwd)")
     parser.add_argument("--http", default=None, metavar="HOST:PORT", help="serve streamable HTTP")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --http bind an address that is not loopback (no authentication!)",
+    )
     parser.add_argument("--name", default="toolweave", help="server name shown to clients")
     return parser
 
@@ -72,7 +77,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         def ready(url: str) -> None:
             print(f"toolweave: serving MCP on {url}", flush=True)
 
-        serve(session, http=args.http, on_ready=ready, name=args.name)
+        serve(
+            session,
+            http=args.http,
+            on_ready=ready,
+            allow_remote=args.allow_remote,
+            name=args.name,
+        )
     except (ToolweaveError, ImportError, AttributeError) as exc:
         print(f"toolweave: {exc}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import ipaddress
 import itertools
 import logging
 import os
@@ -26,6 +27,7 @@ from toolweave.mcp._convert import annotations_for, call_result_to_mcp
 from toolweave.results import Progress
 
 if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
 
     from toolweave.runtime._session import Session
@@ -206,9 +208,20 @@ class SessionServer:
             await self.server.run(read, write, self.server.create_initialization_options())
             tg.cancel_scope.cancel()
 
-    def http_app(self, host: str = "127.0.0.1", path: str = "/mcp") -> Starlette:
-        """The streamable-HTTP ASGI app (DNS-rebinding protection on loopback hosts)."""
-        return self.server.streamable_http_app(streamable_http_path=path, host=host)
+    def http_app(
+        self, host: str = "127.0.0.1", path: str = "/mcp", port: int | None = None
+    ) -> Starlette:
+        """The streamable-HTTP ASGI app, with DNS-rebinding protection whatever the host.
+
+        A request is answered only when its ``Host`` header names ``host`` or a
+        loopback name (``127.0.0.1``, ``localhost``, ``[::1]``) with ``port`` (any port
+        when ``port`` is ``None``), and its ``Origin``, when sent, is ``http://`` one of
+        those; on a wildcard address (``0.0.0.0``, ``::``) the machine's host name and
+        its addresses count as ``host``. Other requests get 421 (Host) or 403 (Origin).
+        """
+        return self.server.streamable_http_app(
+            streamable_http_path=path, transport_security=security_settings(host, port)
+        )
 
     async def run_http(
         self,
@@ -217,8 +230,14 @@ class SessionServer:
         *,
         path: str = "/mcp",
         on_ready: Callable[[str], None] | None = None,
+        allow_remote: bool = False,
     ) -> None:
         """Serve streamable HTTP on ``host:port`` until cancelled.
+
+        Only a loopback address is served unless ``allow_remote`` is set: the server
+        has no authentication, and every tool (a shell among them) would be open to
+        the network. Either way requests must name this server in ``Host`` and
+        ``Origin`` (see :meth:`http_app`).
 
         Cancelled, it ends the streams clients hold open (:meth:`_end_streams`), lets
         requests in flight finish for up to 2 s, and returns without a traceback, the
@@ -229,9 +248,15 @@ class SessionServer:
             port: TCP port; ``0`` picks a free one.
             path: The endpoint path.
             on_ready: Called with the endpoint URL once the server accepts connections.
+            allow_remote: Serve on an address that is not loopback.
+
+        Raises:
+            UsageError: ``host`` is not loopback and ``allow_remote`` is not set, or
+                the port cannot be bound.
         """
         import uvicorn
 
+        check_exposure(host, allow_remote=allow_remote)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -244,7 +269,7 @@ class SessionServer:
         shown = f"[{host}]" if family == socket.AF_INET6 else host
         url = f"http://{shown}:{bound}{path}"
         config = uvicorn.Config(
-            self.http_app(host, path),
+            self.http_app(host, path, bound),
             log_level="warning",
             timeout_graceful_shutdown=2,
             lifespan="on",
@@ -311,6 +336,7 @@ async def serve_http(
     port: int = 0,
     *,
     on_ready: Callable[[str], None] | None = None,
+    allow_remote: bool = False,
     **options: Any,
 ) -> None:
     """Serve ``session``'s tools over streamable HTTP at ``http://host:port/mcp``.
@@ -320,9 +346,77 @@ async def serve_http(
         host: Interface to bind (loopback by default).
         port: TCP port; ``0`` picks a free one (see ``on_ready``).
         on_ready: Called with the endpoint URL once connections are accepted.
+        allow_remote: Serve on an address that is not loopback (refused otherwise).
         **options: Passed to :class:`SessionServer`.
     """
-    await SessionServer(session, **options).run_http(host, port, on_ready=on_ready)
+    await SessionServer(session, **options).run_http(
+        host, port, on_ready=on_ready, allow_remote=allow_remote
+    )
+
+
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, *, allow_remote: bool = False) -> None:
+    """Refuse to serve on an address other machines can reach, unless allowed.
+
+    Raises:
+        UsageError: ``host`` is not a loopback address and ``allow_remote`` is not set.
+    """
+    if allow_remote or _is_loopback(host):
+        return
+    raise UsageError(
+        f"refusing to serve MCP on {host}: it is not a loopback address, and the server "
+        "has no authentication (every tool would be open to the network). Bind "
+        "127.0.0.1, or pass --allow-remote (allow_remote=True) to serve it anyway"
+    )
+
+
+def _host_forms(name: str, port: int | None) -> list[str]:
+    """``Host`` header values naming ``name`` on ``port`` (any port when ``None``)."""
+    if ":" in name:
+        name = f"[{name}]"
+    if port is None:
+        return [f"{name}:*"]
+    return [f"{name}:{port}", name] if port == 80 else [f"{name}:{port}"]
+
+
+def _names_of_this_machine() -> list[str]:
+    names = {socket.gethostname(), socket.getfqdn()}
+    for name in list(names):
+        try:
+            names.update(str(info[4][0]) for info in socket.getaddrinfo(name, None))
+        except OSError:
+            continue
+    return sorted(name for name in names if name)
+
+
+def security_settings(host: str, port: int | None = None) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection for a server bound to ``host:port``: the
+    ``Host`` must be ``host`` or a loopback name with that port, the ``Origin`` (when
+    sent) ``http://`` one of them. A wildcard ``host`` stands for the machine's names."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = [host.strip("[]"), *_LOOPBACK_NAMES]
+    if names[0] in ("0.0.0.0", "::", ""):
+        names = [*names[1:], *_names_of_this_machine()]
+    hosts: list[str] = []
+    for name in names:
+        hosts += [form for form in _host_forms(name.lower(), port) if form not in hosts]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{form}" for form in hosts],
+    )
 
 
 def parse_http_address(address: str) -> tuple[str, int]:
@@ -354,6 +448,7 @@ def serve(
     *,
     http: str | None = None,
     on_ready: Callable[[str], None] | None = None,
+    allow_remote: bool = False,
     **options: Any,
 ) -> None:
     """Serve ``session``'s tools over MCP until stopped (blocking; for ``toolweave serve``).
@@ -363,19 +458,22 @@ def serve(
         http: ``HOST:PORT`` to serve streamable HTTP; ``None`` serves stdio.
         on_ready: For HTTP, called with the endpoint URL once connections are accepted
             (default: a line on stderr).
+        allow_remote: For HTTP, serve on an address that is not loopback.
         **options: Passed to :class:`SessionServer`.
 
     Raises:
-        UsageError: ``http`` is not a valid address, or the port cannot be bound.
+        UsageError: ``http`` is not a valid address, is not loopback without
+            ``allow_remote``, or the port cannot be bound.
     """
     if http is None:
         anyio.run(functools.partial(serve_stdio, session, **options))
         return
     host, port = parse_http_address(http)
+    check_exposure(host, allow_remote=allow_remote)
     ready = on_ready or _announce
 
     async def main() -> None:
-        await serve_http(session, host, port, on_ready=ready, **options)
+        await serve_http(session, host, port, on_ready=ready, allow_remote=allow_remote, **options)
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)
