@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -588,3 +589,87 @@ def test_wildcard_addresses_allow_the_machine_names_and_loopback_only() -> None:
     assert all(host.endswith(":8765") for host in settings.allowed_hosts)
     assert "0.0.0.0:8765" not in settings.allowed_hosts
     assert set(settings.allowed_origins) == {f"http://{h}" for h in settings.allowed_hosts}
+
+
+# -- stdio: lines that are not JSON-RPC messages are answered ------------------------------
+
+
+def test_stdio_answers_lines_that_are_not_messages(tmp_path: Path) -> None:
+    """Each unreadable line gets a JSON-RPC error (not silence): -32700 with id null for
+    a line that is not JSON, -32600 for JSON that is not a message, with the request's
+    id when it can be read, also when the message nests too deep to parse; the server
+    then goes on serving."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    deep = (
+        '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"x","arguments":'
+        '{"path":' + "[" * 100_000 + "]" * 100_000 + "}}}"
+    )
+    lines = [
+        json.dumps(initialize),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "{not json",
+        "",
+        "[1,2,3]",
+        json.dumps({"jsonrpc": "2.0", "id": 2}),
+        json.dumps({"jsonrpc": "2.0", "id": "s", "method": 5}),
+        deep,
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    ]
+    proc = subprocess.Popen(
+        [PY, *DEMO_ARGS, "--workspace", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_worktree_env(),
+        text=True,
+    )
+    watchdog = threading.Timer(40, proc.kill)  # a reply missing: fail, do not hang
+    watchdog.start()
+    replies: list[dict[str, Any]] = []
+    try:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        while not replies or replies[-1].get("id") != 3:
+            line = proc.stdout.readline()
+            assert line, f"the server stopped before answering everything: {replies}"
+            replies.append(json.loads(line))
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    errors = [(r["id"], r["error"]["code"]) for r in replies if "error" in r]
+    assert errors == [
+        (None, -32700),
+        (None, -32600),
+        (2, -32600),
+        ("s", -32600),
+        (10, -32600),
+    ]
+    assert [r["id"] for r in replies if "result" in r] == [1, 3]
+
+
+def test_the_id_of_a_message_too_deep_to_parse_is_read_at_the_top_level_only() -> None:
+    from toolweave.mcp._stdio import _top_level_id
+
+    deep = "[" * 50_000 + "]" * 50_000
+    assert _top_level_id('{"params":{"id":7,"x":' + deep + '},"id":"a b"}') == "a b"
+    assert _top_level_id('{"a":"\\"id\\":3","id" : 4}') == 4
+    assert _top_level_id('{"x":' + deep + "}") is None
+    assert _top_level_id('{"id":true}') is None
+    assert _top_level_id("[1]") is None

@@ -10,22 +10,39 @@ As the SDK does, the streams are taken over while serving: file descriptor 0 rea
 the null device and 1 writes to standard error, so stray reads and prints miss the
 wire; both are restored (in blocking mode) on exit. Anything else (a terminal, a file,
 another event loop) uses the SDK's transport unchanged.
+
+A line the SDK cannot read as a JSON-RPC message is answered here, as the HTTP
+transport does, instead of reaching the server as an exception nobody replies to:
+``-32700`` (parse error, id null) for a line that is not JSON, ``-32600`` (invalid
+request) for JSON that is not a message, with the request's id when it can be read
+(also when the message nests too deep to parse). Blank lines are skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
+import re
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
+
+import anyio
 
 __all__ = ["stdio_streams"]
 
 _LINE_LIMIT = 1 << 30
 """The longest message line accepted (the SDK's own transport has no limit)."""
+
+logger = logging.getLogger("toolweave.mcp")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 
 
 @asynccontextmanager
@@ -35,15 +52,154 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
 
     pipes = _Pipes.claim()
     if pipes is None:
-        async with stdio_server() as streams:
-            yield streams
+        async with stdio_server() as (read, write):
+            yield _Answering(read, write, None), write
         return
     try:
         lines, out = await pipes.open()
-        async with stdio_server(stdin=lines, stdout=out) as streams:  # type: ignore[arg-type]
-            yield streams
+        async with stdio_server(stdin=lines, stdout=out) as (read, write):  # type: ignore[arg-type]
+            yield _Answering(read, write, lines.pending), write
     finally:
         await pipes.release()
+
+
+class _Answering:
+    """The SDK's read stream, minus the lines it could not read, which are answered
+    with a JSON-RPC error on the write stream instead.
+
+    The SDK's reader sends exactly one item (a message or an exception) per line, in
+    order, so ``pending`` (the lines handed to it, when known) pairs each exception
+    with its line.
+    """
+
+    def __init__(self, inner: Any, write: Any, pending: deque[str] | None) -> None:
+        self._inner = inner
+        self._write = write
+        self._pending = pending
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def __aenter__(self) -> _Answering:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc_info)
+        return result
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> Any:
+        while True:
+            item = await self.receive_any()
+            if not isinstance(item, Exception):
+                return item
+
+    async def receive(self) -> Any:
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            raise anyio.EndOfStream from None
+
+    async def receive_any(self) -> Any:
+        item = await self._inner.__anext__()
+        line = self._pending.popleft() if self._pending else None
+        if isinstance(item, Exception):
+            await self._answer(error_for(line, item))
+        return item
+
+    async def _answer(self, error: Any) -> None:
+        from mcp.shared.message import SessionMessage
+
+        logger.debug("answering an unreadable message: %s", error.error.message)
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._write.send(SessionMessage(error))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def error_for(line: str | None, exc: Exception) -> Any:
+    """The JSON-RPC error answering ``line``, which the SDK refused with ``exc``."""
+    import mcp.types as types
+
+    def error(code: int, message: str, request_id: int | str | None = None) -> Any:
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
+        )
+
+    if line is None:  # the SDK's own transport: only the exception is known
+        not_json = "json_invalid" in str(exc) and "recursion limit" not in str(exc)
+        if not_json:
+            return error(PARSE_ERROR, "Parse error: the line is not JSON")
+        return error(INVALID_REQUEST, "Invalid Request: not a JSON-RPC message")
+    try:
+        data = json.loads(line)
+    except RecursionError:
+        return error(
+            INVALID_REQUEST,
+            "Invalid Request: the message nests too deep to be read",
+            _top_level_id(line),
+        )
+    except ValueError:
+        return error(PARSE_ERROR, "Parse error: the line is not JSON")
+    request_id = data.get("id") if isinstance(data, dict) else None
+    if not _valid_id(request_id):
+        request_id = None
+    return error(INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC message", request_id)
+
+
+def _valid_id(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_COLON = re.compile(r"\s*:\s*")
+
+
+def _top_level_id(text: str) -> int | str | None:
+    """The ``id`` member of the JSON object ``text``, read without parsing its other
+    members (which may nest deeper than a parser's recursion allows); else ``None``."""
+    pos = len(text) - len(text.lstrip())
+    if not text.startswith("{", pos):
+        return None
+    depth = 0
+    key_next = False
+    try:
+        while pos < len(text):
+            char = text[pos]
+            if char == '"':
+                value, end = _scanstring(text, pos + 1)
+                if depth == 1 and key_next:
+                    colon = _COLON.match(text, end)
+                    if colon is None:
+                        return None
+                    if value == "id":
+                        found, _ = json.JSONDecoder().raw_decode(text, colon.end())
+                        return found if _valid_id(found) else None
+                    key_next = False
+                    end = colon.end()
+                pos = end
+                continue
+            if char in "{[":
+                depth += 1
+                key_next = char == "{" and depth == 1
+            elif char in "}]":
+                depth -= 1
+                if depth <= 0:
+                    return None
+            elif char == "," and depth == 1:
+                key_next = True
+            pos += 1
+    except (ValueError, RecursionError):
+        return None
+    return None
 
 
 def _is_pipe(fd: int) -> bool:
@@ -59,15 +215,21 @@ class _Lines:
 
     def __init__(self, reader: asyncio.StreamReader) -> None:
         self._reader = reader
+        self.pending: deque[str] = deque()
+        """The lines handed to the SDK whose message the server has not received."""
 
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                raise StopAsyncIteration
+            if line.strip():
+                text = line.decode("utf-8", errors="replace")
+                self.pending.append(text)
+                return text
 
 
 class _Output:
