@@ -512,6 +512,10 @@ async def _send_pinned(
     extensions = {"sni_hostname": host} if url.scheme == "https" and literal is None else {}
     failure: Exception | None = None
     for ip in addresses:
+        # No cookie outlives a hop: the client files them under the address it was
+        # sent to, not the name, so one would reach any name on that address. A
+        # guarded exchange sends only the cookies its caller puts in the headers.
+        client.cookies.clear()
         request = client.build_request(
             method,
             url.copy_with(host=str(ip)),
@@ -527,6 +531,8 @@ async def _send_pinned(
         except httpx.ConnectError as exc:
             failure = exc
             continue
+        finally:
+            client.cookies.clear()
         return response
     if failure is None:
         raise ToolError(ErrorKind.UNAVAILABLE, f"the host {preview(host)!r} has no address")
@@ -614,7 +620,9 @@ async def guarded_stream(
     one address cannot be opened, the next checked one is tried. Redirects are followed
     by hand, each hop checked the same way: 307 and 308 keep the method and body;
     301, 302 and 303 become a GET without a body. Leaving the origin drops every header
-    but ``Accept``, ``Accept-Language``, ``User-Agent`` and ``Content-Type``. Everything,
+    but ``Accept``, ``Accept-Language``, ``User-Agent`` and ``Content-Type``. No
+    cookie is kept between hops (``client``'s jar is emptied before and after each
+    one): only a ``Cookie`` the caller passes in ``headers`` is sent. Everything,
     look-ups and the reads in the ``async with`` block included, runs within
     ``timeout`` seconds; failures of the exchange become :class:`ToolError` there too.
 

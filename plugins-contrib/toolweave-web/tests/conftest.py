@@ -114,6 +114,16 @@ def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
                 self.send(200, self.headers.get("Host", "").encode(), "text/plain")
             elif path == "/redirect":
                 self.send(302, b"", "text/plain", Location=query["to"][0])
+            elif path == "/login":  # sets a session cookie, then redirects
+                self.send(
+                    302,
+                    b"",
+                    "text/plain",
+                    Location=query["to"][0],
+                    Set_Cookie="sid=SECRET123; Path=/",
+                )
+            elif path == "/cookie":
+                self.send(200, (self.headers.get("Cookie") or "no cookie").encode(), "text/plain")
             elif path.startswith("/loop/"):
                 n = int(path.rsplit("/", 1)[1])
                 self.send(302, b"", "text/plain", Location=f"/loop/{n + 1}")

@@ -274,3 +274,21 @@ async def test_a_numeric_host_that_is_no_address_is_invalid(workspace: Path) -> 
     assert result.error is not None
     assert result.error.kind is ErrorKind.INVALID_PARAMS, result.text
     assert resolver.asked == []
+
+
+@pytest.mark.parametrize("target", ["other.test", "a.test"])
+async def test_cookies_are_not_carried_from_one_hop_to_the_next(
+    workspace: Path, server: Any, target: str
+) -> None:
+    """A cookie set by ``a.test`` while redirecting is not sent on: not to another name
+    on the same address (``other.test``), and not back to ``a.test`` either, since the
+    fetch keeps no cookies at all."""
+    resolver = HostsResolver({"a.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})
+    session = session_for(workspace, resolver, allow_loopback=True)
+    port = server.url("/").split(":")[2].split("/")[0]
+    to = f"http://{target}:{port}/cookie"
+    result = await session.call("web_fetch", {"url": f"http://a.test:{port}/login?to={to}"})
+    assert result.error is None, result.text
+    assert "no cookie" in result.text
+    assert "SECRET123" not in result.text
+    assert server.hosts_seen == [f"a.test:{port}", f"{target}:{port}"]
