@@ -477,6 +477,19 @@ PY = sys.executable
 DEMO_ARGS = ["-m", "toolweave.mcp", "--packs", "none", "--pack", "demo_pack:pack"]
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+"""A client's first message."""
+
+
 def _worktree_env() -> dict[str, str]:
     """The demo pack's environment, keeping the code under test importable."""
     paths = [str(SERVERS), *filter(None, [os.environ.get("PYTHONPATH")])]
@@ -484,22 +497,12 @@ def _worktree_env() -> dict[str, str]:
 
 
 def _initialize(host: str, port: int, headers: dict[str, str]) -> int:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
     connection = http.client.HTTPConnection(host, port, timeout=30)
     try:
         connection.request(
             "POST",
             "/mcp",
-            json.dumps(body).encode(),
+            json.dumps(INITIALIZE).encode(),
             {
                 "Content-Type": "application/json",
                 "Accept": "application/json, text/event-stream",
@@ -599,22 +602,12 @@ def test_stdio_answers_lines_that_are_not_messages(tmp_path: Path) -> None:
     a line that is not JSON, -32600 for JSON that is not a message, with the request's
     id when it can be read, also when the message nests too deep to parse; the server
     then goes on serving."""
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
     deep = (
         '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"x","arguments":'
         '{"path":' + "[" * 100_000 + "]" * 100_000 + "}}}"
     )
     lines = [
-        json.dumps(initialize),
+        json.dumps(INITIALIZE),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         "{not json",
         "",
