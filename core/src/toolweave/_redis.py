@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
+from toolweave._secrets import strip_userinfo
+
 if TYPE_CHECKING:
     import redis.asyncio
 
@@ -22,10 +24,7 @@ T = TypeVar("T")
 
 def safe_url(url: str) -> str:
     """``url`` without its user and password (``redis://***@host:port/db``)."""
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        rest = "***@" + rest.split("@", 1)[1]
-    return f"{scheme}{sep}{rest}"
+    return strip_userinfo(url)
 
 
 class RedisUnavailable(Exception):

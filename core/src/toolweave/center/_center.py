@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
 
+from toolweave._secrets import MASK, strip_userinfo
 from toolweave.catalog._config import did_you_mean
 from toolweave.catalog._describe import NOT_FOR_HINT, says_what_not
 from toolweave.center._model import (
@@ -1343,16 +1344,12 @@ def _circuit(found: tuple[str, float]) -> str:
     return "half_open" if found[1] <= time.time() else found[0]
 
 
-MASK = "***"
-"""What stands for a secret of a pushed MCP server entry in listings, audit and feed."""
 _MCP_ACTIONS = frozenset({"push_mcp", "remove_mcp"})
 
 
 def mask_mcp_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
     """A pushed MCP server entry with its ``env`` and ``headers`` values and the userinfo
     of its ``url`` replaced by ``***``."""
-    from urllib.parse import urlsplit, urlunsplit
-
     out = dict(entry)
     for key in ("env", "headers"):
         value = out.get(key)
@@ -1362,14 +1359,7 @@ def mask_mcp_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = MASK
     url = out.get("url")
     if isinstance(url, str) and "@" in url:
-        try:
-            parts = urlsplit(url)
-        except ValueError:
-            out["url"] = MASK
-        else:
-            if "@" in parts.netloc:
-                host = parts.netloc.rsplit("@", 1)[1]
-                out["url"] = urlunsplit(parts._replace(netloc=f"{MASK}@{host}"))
+        out["url"] = strip_userinfo(url)
     return out
 
 

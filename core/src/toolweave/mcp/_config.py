@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from toolweave._secrets import MASK, strip_userinfo
 from toolweave.errors import ConfigError, ConfigIssue
 
 __all__ = [
@@ -216,8 +217,6 @@ class ServerConfig(BaseModel):
 MIN_SECRET = 4
 """Shortest configured value :func:`redact` hides (``DEBUG=1`` would otherwise blank out
 every ``1`` of a message)."""
-MASK = "***"
-"""What stands for a secret in messages, listings and logs."""
 
 
 def _userinfo(url: str) -> list[str]:
@@ -233,20 +232,6 @@ def _userinfo(url: str) -> list[str]:
     info = netloc.rsplit("@", 1)[0]
     user, _, password = info.partition(":")
     return [part for part in (info, password, user) if part]
-
-
-def strip_userinfo(url: str) -> str:
-    """``url`` with its userinfo (``user:password@``) replaced by ``***@``."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return MASK
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{MASK}@{host}"))
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
