@@ -26,7 +26,7 @@ from typing import Literal, final
 
 from toolweave.errors import ErrorKind, ToolError, preview
 
-__all__ = ["MAX_LINKS", "MAX_PATH_CHARS", "Location", "check_path", "walk"]
+__all__ = ["MAX_LINKS", "MAX_PATH_CHARS", "Location", "check_path", "real_path", "walk"]
 
 MAX_PATH_CHARS = 4096
 """The longest path a walk accepts (Linux's ``PATH_MAX``), in characters."""
@@ -122,6 +122,18 @@ class Location:
         """
         name = self.name or "."
         return os.open(name, flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=self.dir_fd)
+
+
+def real_path(path: str) -> str | None:
+    """``os.path.realpath(path)``, or ``None`` when it runs into a loop of symbolic
+    links: realpath then gives up and returns the rest unresolved (``loop/../out_link``
+    gave ``out_link``, a link it never followed), which a second pass changes.
+
+    Raises:
+        OSError, ValueError: As :func:`os.path.realpath`.
+    """
+    real = os.path.realpath(path)
+    return real if os.path.realpath(real) == real else None
 
 
 def check_path(asked: str) -> None:

@@ -10,7 +10,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from toolweave._confined import MAX_PATH_CHARS, Location, check_path, walk
+from toolweave._confined import MAX_PATH_CHARS, Location, check_path, real_path, walk
 from toolweave.errors import ErrorKind, MissingResourceError, ToolError, preview
 
 __all__ = [
@@ -296,17 +296,13 @@ class Workspace:
     def _inside(self, joined: str, asked: str) -> str:
         """``joined`` with every link followed, or ``permission_denied`` outside."""
         try:
-            real = os.path.realpath(joined)
-            # realpath gives up at a loop of links and joins the rest unresolved
-            # (`loop/../out_link` gave `out_link`, a link it never followed): what it
-            # returns is checked only once it resolves to itself.
-            looped = os.path.realpath(real) != real
+            real = real_path(joined)
         except (OSError, ValueError) as exc:
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
                 f"the path `{preview(asked)}` cannot be resolved: {preview(exc)}",
             ) from exc
-        if looped:
+        if real is None:
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
                 f"the path `{preview(asked)}` cannot be resolved: it runs into a loop of "

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import final
 
+from toolweave._confined import real_path
+
 __all__ = ["Located", "PathPattern", "escape", "glob_chars", "locate"]
 
 _GLOB = re.compile(r"[*?\[]")
@@ -82,12 +84,10 @@ def locate(path: str, base: str) -> Located | None:
         return None
     joined = os.path.join(base, path)
     try:
-        real = os.path.realpath(joined)
-        if os.path.realpath(real) != real:
-            return None  # realpath gave up at a loop of links: the rest is unresolved
-        return Located(real, os.path.normpath(joined))
+        real = real_path(joined)
     except (OSError, ValueError):
         return None
+    return None if real is None else Located(real, os.path.normpath(joined))
 
 
 def _inside(path: str, base: str) -> str | None:
