@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,7 @@ from toolweave.catalog._erasure import ErasedTool
 from toolweave.catalog._external import external_tool
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.mcp._connection import Failure, PendingCall, ServerState
-from toolweave.mcp._convert import scope_from
+from toolweave.mcp._convert import _finite, scope_from
 from toolweave.mcp._names import namespace_for, subject
 
 if TYPE_CHECKING:
@@ -49,21 +48,6 @@ def retry_wait(config: ServerConfig, attempts: int, left: float) -> float | None
     if left - wait < config.retry_min_remaining / 1000:
         return None
     return wait
-
-
-def _finite(value: Any) -> bool:
-    """Whether every number in ``value`` is finite (JSON can carry it)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return False
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return True
 
 
 def _read_only(tool: types.Tool, permission: str) -> bool:
