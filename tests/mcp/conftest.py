@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -73,22 +74,23 @@ def demo_server() -> Callable[..., Any]:
     return _demo_server
 
 
-@pytest.fixture(scope="module")
-def demo_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """toolweave's server over the demo pack, on streamable HTTP at a free loopback port."""
-    workspace = tmp_path_factory.mktemp("http-workspace")
-    env = {**os.environ, **DEMO_ENV}
+@contextlib.contextmanager
+def serving_http(
+    workspace: Path, host: str = "127.0.0.1", env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """toolweave's server over the demo pack, on streamable HTTP at ``host`` (a free
+    port), for the block: its URL. Stopped (killed if it lingers) at the end."""
     proc = subprocess.Popen(
-        [PY, *DEMO_ARGS, "--http", "127.0.0.1:0", "--workspace", str(workspace)],
+        [PY, *DEMO_ARGS, "--http", f"{host}:0", "--workspace", str(workspace)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=env,
+        env={**os.environ, **DEMO_ENV} if env is None else env,
         text=True,
     )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert "serving MCP on http://127.0.0.1:" in line, line
+        assert f"serving MCP on http://{host}:" in line, line
         yield line.rsplit(" ", 1)[1].strip()
     finally:
         proc.terminate()
@@ -99,6 +101,13 @@ def demo_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def demo_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """toolweave's server over the demo pack, on streamable HTTP at a free loopback port."""
+    with serving_http(tmp_path_factory.mktemp("http-workspace")) as url:
+        yield url
 
 
 async def _eventually(check: Callable[[], bool], within: float = 10.0) -> None:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import mcp.types as types
@@ -22,6 +23,8 @@ from mcp.client.stdio import stdio_client
 from toolweave import Progress, Session
 from toolweave.catalog import external_tool
 from toolweave.mcp import SessionServer
+
+from .conftest import DEMO_ARGS, PY, SERVERS, serving_http
 
 pytestmark = pytest.mark.anyio
 
@@ -472,11 +475,6 @@ def test_the_mcp_listing_of_a_session_carries_the_served_hints() -> None:
 # -- HTTP exposure: DNS rebinding and non-loopback addresses -----------------------------
 
 
-SERVERS = Path(__file__).parent / "servers"
-PY = sys.executable
-DEMO_ARGS = ["-m", "toolweave.mcp", "--packs", "none", "--pack", "demo_pack:pack"]
-
-
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -522,33 +520,15 @@ def test_http_refuses_foreign_host_and_origin_on_every_loopback_address(
 ) -> None:
     """Whatever loopback address it is bound to, the server answers its own Host and
     localhost, and refuses a Host or an Origin naming another site (DNS rebinding)."""
-    proc = subprocess.Popen(
-        [PY, *DEMO_ARGS, "--http", f"{host}:0", "--workspace", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=_worktree_env(),
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert f"serving MCP on http://{host}:" in line, line
-        port = int(line.rsplit(":", 1)[1].split("/", 1)[0])
+    with serving_http(tmp_path, host, _worktree_env()) as url:
+        port = urlsplit(url).port
+        assert port is not None
         assert _initialize(host, port, {}) == 200
         assert _initialize(host, port, {"Host": f"localhost:{port}"}) == 200
         assert _initialize(host, port, {"Origin": f"http://{host}:{port}"}) == 200
         assert _initialize(host, port, {"Host": "evil.example:80"}) == 421
         assert _initialize(host, port, {"Host": f"attacker.example:{port}"}) == 421
         assert _initialize(host, port, {"Origin": "http://evil.example"}) == 403
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 def test_http_refuses_a_non_loopback_address_without_allow_remote(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from toolweave import ToolSet, ToolSetBuilder, tool
+from toolweave.policy import Effect, Policy
 from toolweave.runtime import Session
 
 
@@ -107,3 +108,19 @@ def make_session(toolset: ToolSet, workspace: Path) -> Callable[..., Session]:
         return toolset.session(workspace=workspace, **kwargs)
 
     return make
+
+
+@pytest.fixture
+def shell_effect(make_session: Callable[..., Session]) -> Callable[..., Effect]:
+    """What a policy decides for a command line of the session's ``bash``:
+    ``shell_effect(command, config, cwd=None)``."""
+    session = make_session()
+    root = str(session.workspace)
+    entry = session.resolve("bash")
+    assert entry is not None
+
+    def run(command: str, config: object, cwd: str | None = None) -> Effect:
+        args = entry.parse({"command": command, "cwd": cwd})
+        return Policy(config).decide(entry, args, root).effect  # type: ignore[arg-type]
+
+    return run

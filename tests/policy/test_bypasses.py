@@ -11,23 +11,13 @@ import anyio
 import pytest
 from toolweave import ErrorKind, ToolSetBuilder, tool
 from toolweave.policy import Effect, Policy, attach_policy
-from toolweave.runtime import Session
 
 DENY_RM = {"allow": ["bash(echo *)", "bash(make *)", "bash(nice *)"], "deny": ["bash(rm *)"]}
 
 
 @pytest.fixture
-def effect(make_session: Callable[..., Session]) -> Callable[[str], Effect]:
-    session = make_session()
-    root = str(session.workspace)
-    entry = session.resolve("bash")
-    assert entry is not None
-
-    def run(command: str) -> Effect:
-        args = entry.parse({"command": command})
-        return Policy(DENY_RM).decide(entry, args, root).effect  # type: ignore[arg-type]
-
-    return run
+def effect(shell_effect: Callable[..., Effect]) -> Callable[[str], Effect]:
+    return lambda command: shell_effect(command, DENY_RM)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from toolweave.policy import Effect, Policy
+from toolweave.policy import Effect
 from toolweave.runtime import Session
 
 ALLOW = {
@@ -25,15 +25,9 @@ ALLOW = {
 
 
 @pytest.fixture
-def effect(make_session: Callable[..., Session]) -> Callable[..., Effect]:
-    session = make_session()
-    root = str(session.workspace)
-    entry = session.resolve("bash")
-    assert entry is not None
-
+def effect(shell_effect: Callable[..., Effect]) -> Callable[..., Effect]:
     def run(command: str, config: object = ALLOW, cwd: str | None = None) -> Effect:
-        args = entry.parse({"command": command, "cwd": cwd})
-        return Policy(config).decide(entry, args, root).effect  # type: ignore[arg-type]
+        return shell_effect(command, config, cwd)
 
     return run
 
