@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 from toolweave.authoring._tool import Capabilities, Kind
 from toolweave.catalog._erasure import ErasedTool, _finish_any
 from toolweave.errors import ErrorKind, ToolError
 
-__all__ = ["external_tool", "schema_validator"]
+__all__ = ["external_tool", "schema_validator", "unresolvable_refs"]
 
 
 def schema_validator(schema: dict[str, Any]) -> Callable[[Any], dict[str, Any]]:
@@ -194,3 +194,41 @@ def external_tool(
         origin=source,
         source=source,
     )
+
+
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+"""Keywords whose values are data, not schemas (a ``$ref`` key there is not a reference)."""
+
+
+def _refs(schema: Any) -> Iterator[str]:
+    if isinstance(schema, Mapping):
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            yield ref
+        for key, value in schema.items():
+            if key not in _DATA_KEYWORDS:
+                yield from _refs(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _refs(value)
+
+
+def unresolvable_refs(schema: Mapping[str, Any]) -> list[str]:
+    """The ``$ref`` values of ``schema`` that cannot be resolved within it (a pointer to
+    nothing, or a document elsewhere: nothing is fetched when arguments are checked)."""
+    from referencing import Registry, Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    refs = list(dict.fromkeys(_refs(schema)))
+    if not refs:
+        return []
+    resource = Resource.from_contents(schema, default_specification=DRAFT202012)
+    resolver = Registry().resolver_with_root(resource)
+    dangling = []
+    for ref in refs:
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            dangling.append(ref)
+    return dangling

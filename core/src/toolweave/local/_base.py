@@ -4,11 +4,12 @@ OpenAI-style function definition and ``run(params) -> dict``), and its erased ha
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from toolweave._threads import run_in_worker
 from toolweave.catalog import ErasedTool, external_tool
+from toolweave.catalog._external import unresolvable_refs
 from toolweave.errors import ErrorKind, ToolError
 
 __all__ = ["BaseLocalTool", "erase_local"]
@@ -116,7 +117,7 @@ def erase_local(tool: BaseLocalTool, source: str) -> ErasedTool:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise TypeError(f"{name}: 'parameters' is not a valid JSON Schema: {exc.message}") from exc
-    dangling = _unresolvable_refs(schema)
+    dangling = unresolvable_refs(schema)
     if dangling:
         raise TypeError(
             f"{name}: 'parameters' refers to what it does not hold ($ref "
@@ -137,44 +138,6 @@ def erase_local(tool: BaseLocalTool, source: str) -> ErasedTool:
         read_only=bool(tool.read_only),
         timeout=tool.timeout,
     )
-
-
-_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
-"""Keywords whose values are data, not schemas (a ``$ref`` key there is not a reference)."""
-
-
-def _refs(schema: Any) -> Iterator[str]:
-    if isinstance(schema, Mapping):
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
-            yield ref
-        for key, value in schema.items():
-            if key not in _DATA_KEYWORDS:
-                yield from _refs(value)
-    elif isinstance(schema, list):
-        for value in schema:
-            yield from _refs(value)
-
-
-def _unresolvable_refs(schema: Mapping[str, Any]) -> list[str]:
-    """The ``$ref`` values of ``schema`` that cannot be resolved within it (a pointer to
-    nothing, or a document elsewhere: nothing is fetched when arguments are checked)."""
-    from referencing import Registry, Resource
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012
-
-    refs = list(dict.fromkeys(_refs(schema)))
-    if not refs:
-        return []
-    resource = Resource.from_contents(schema, default_specification=DRAFT202012)
-    resolver = Registry().resolver_with_root(resource)
-    dangling = []
-    for ref in refs:
-        try:
-            resolver.lookup(ref)
-        except Unresolvable:
-            dangling.append(ref)
-    return dangling
 
 
 def result_of(name: str, result: Any) -> Any:

@@ -10,7 +10,7 @@ import anyio
 import mcp.types as types
 
 from toolweave.catalog._erasure import ErasedTool
-from toolweave.catalog._external import external_tool
+from toolweave.catalog._external import external_tool, unresolvable_refs
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.mcp._connection import Failure, PendingCall, ServerState
 from toolweave.mcp._convert import _finite, scope_from
@@ -76,13 +76,11 @@ def remote_tool(pool: MCPPool, server: ServerConnection, tool: types.Tool) -> Er
     """
     import jsonschema
 
-    from toolweave.local._base import _unresolvable_refs
-
     schema = dict(tool.input_schema)
     jsonschema.validators.validator_for(schema).check_schema(schema)
     if not _finite(schema):
         raise ValueError("it holds a number JSON cannot carry (NaN or an infinity)")
-    dangling = _unresolvable_refs(schema)
+    dangling = unresolvable_refs(schema)
     if dangling:
         raise ValueError(f"$ref {dangling[0]!r} cannot be resolved within it")
     config = server.config
