@@ -511,6 +511,35 @@ async def test_the_feed_refuses_a_bad_last_event_id(center: Center, toolset: Too
             assert json.loads(line[5:])["version"] == 1
 
 
+@pytest.mark.anyio
+async def test_a_resumed_feed_masks_pushed_secrets(center: Center, toolset: ToolSet) -> None:
+    """The changes replayed from ``since`` (or Last-Event-ID) hide a pushed MCP server's
+    secrets as the live feed does, also for events a store kept in clear."""
+    center.attach(toolset.session())
+    start = center.version
+    center.store.update_flag(
+        "mcp", "old", "config", lambda _: {"command": "s", "env": {"KEY": "sk-OLD-SECRET"}},
+        actor="ops", reason="", action="push_mcp",
+    )  # fmt: skip
+    center.push_mcp_server("new", {"url": "https://u:pw-NEW-SECRET@h.example/mcp"})
+    async with (
+        running(admin_app(center, tokens={"ci": SECRET})) as url,
+        httpx.AsyncClient(base_url=url, timeout=10, headers=AUTH) as client,
+        client.stream("GET", "/api/feed", params={"since": str(start)}) as feed,
+    ):
+        data: list[dict[str, Any]] = []
+        with anyio.fail_after(5):
+            async for line in feed.aiter_lines():
+                if line.startswith("data:"):
+                    data.append(json.loads(line[5:]))
+                if len(data) == 2:
+                    break
+    assert [d["target"] for d in data] == ["mcp:old", "mcp:new"]
+    assert data[0]["detail"]["value"]["env"] == {"KEY": "***"}
+    assert data[1]["detail"]["value"]["url"] == "https://***@h.example/mcp"
+    assert "SECRET" not in json.dumps(data)
+
+
 # -- never a 500 ---------------------------------------------------------------------------
 
 JSON = st.recursive(

@@ -495,7 +495,7 @@ def admin_app(
             try:
                 yield f"retry: 1000\n: toolweave center {center.version}\n\n"
                 if last is not None:
-                    for event in await blocking(lambda: center.store.changes_since(int(last))):
+                    for event in await blocking(lambda: center.changes_since(int(last))):
                         yield _sse(event)
                 while True:
                     try:

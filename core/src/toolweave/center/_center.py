@@ -501,11 +501,14 @@ class Center:
 
         return unsubscribe
 
+    def changes_since(self, version: int) -> list[ChangeEvent]:
+        """The change events after ``version``, oldest first, as subscribers get them
+        (pushed MCP servers' secrets masked); the store keeps the last ones only, so
+        a reader that fell further behind reads the state again."""
+        return [_masked_event(event) for event in self.store.changes_since(version)]
+
     def _publish(self, event: ChangeEvent) -> None:
-        if event.kind == "flag" and event.target.startswith("mcp:"):
-            value = event.detail.get("value")
-            if isinstance(value, Mapping):
-                event = replace(event, detail={**event.detail, "value": mask_mcp_entry(value)})
+        event = _masked_event(event)
         for callback in list(self._subscribers):
             try:
                 callback(event)
@@ -773,7 +776,7 @@ class Center:
         value = json.loads(json.dumps(dict(config)))
         return self._change(
             "mcp", server_id, "config", lambda _: value, actor=actor, reason=reason,
-            action="push_mcp",
+            action="push_mcp", shown=_masked_value,
         )  # fmt: skip
 
     def remove_mcp_server(
@@ -782,7 +785,7 @@ class Center:
         """Remove a pushed MCP server entry (hosts that follow the center disconnect)."""
         return self._change(
             "mcp", server_id, "config", lambda _: None, actor=actor, reason=reason,
-            action="remove_mcp",
+            action="remove_mcp", shown=_masked_value,
         )  # fmt: skip
 
     def mcp_servers(self, *, reveal: bool = False) -> dict[str, dict[str, Any]]:
@@ -942,10 +945,12 @@ class Center:
         actor: str | None,
         reason: str,
         action: str,
+        shown: Callable[[Any], Any] | None = None,
     ) -> bool:
         event = self.store.update_flag(
-            scope, target, flag, update, actor=actor or _user(), reason=reason, action=action
-        )
+            scope, target, flag, update, actor=actor or _user(), reason=reason, action=action,
+            shown=shown,
+        )  # fmt: skip
         if event is not None:
             self._reload()
         return event is not None
@@ -1363,11 +1368,25 @@ def mask_mcp_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _masked_entry(entry: AuditEntry) -> AuditEntry:
-    def mask(value: Any) -> Any:
-        return mask_mcp_entry(value) if isinstance(value, Mapping) else value
+def _masked_value(value: Any) -> Any:
+    """``value`` with its secrets masked when it is a pushed MCP server entry."""
+    return mask_mcp_entry(value) if isinstance(value, Mapping) else value
 
-    return replace(entry, before=mask(entry.before), after=mask(entry.after))
+
+def _masked_entry(entry: AuditEntry) -> AuditEntry:
+    """An MCP server's audit entry with its secrets masked (entries written before the
+    audit kept them masked still hold them)."""
+    return replace(entry, before=_masked_value(entry.before), after=_masked_value(entry.after))
+
+
+def _masked_event(event: ChangeEvent) -> ChangeEvent:
+    """A pushed MCP server's change event with its secrets masked (events written
+    before the feed kept them masked still hold them)."""
+    if event.kind != "flag" or not event.target.startswith("mcp:"):
+        return event
+    return replace(
+        event, detail={**event.detail, "value": _masked_value(event.detail.get("value"))}
+    )
 
 
 _AWAITING = "its server's definition awaits an operator's approval"

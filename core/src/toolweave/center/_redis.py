@@ -301,6 +301,7 @@ class RedisCenterStore(CenterStore):
         actor: str,
         reason: str,
         action: str,
+        shown: Callable[[Any], Any] | None = None,
     ) -> ChangeEvent | None:
         flags, tools = self._key("flags"), self._key("tools")
         field = _SEP.join((scope, target, flag))
@@ -323,11 +324,14 @@ class RedisCenterStore(CenterStore):
                 else:
                     p.hset(flags, field, _dump(after))
 
+            kept_before, kept_after = (
+                (before, after) if shown is None else (shown(before), shown(after))
+            )
             audit = AuditEntry(
                 time.time(), "change", tool=label, outcome=action, actor=actor,
-                before=before, after=after, reason=reason,
+                before=kept_before, after=kept_after, reason=reason,
             )  # fmt: skip
-            return writes, [("flag", label, {"flag": flag, "value": after}, audit)]
+            return writes, [("flag", label, {"flag": flag, "value": kept_after}, audit)]
 
         events = self._run(self._transact(plan, "a change"), "a change")
         return events[0] if events else None

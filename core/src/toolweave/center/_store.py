@@ -84,9 +84,12 @@ class CenterStore(ABC):
         actor: str,
         reason: str,
         action: str,
+        shown: Callable[[Any], Any] | None = None,
     ) -> ChangeEvent | None:
         """Read-modify-write one flag in one transaction, audited as ``action``;
-        ``None`` when the value did not change (nothing is written).
+        ``None`` when the value did not change (nothing is written). ``shown`` maps a
+        value to what the audit entry and the change event keep of it (secrets
+        masked); the flag itself keeps the value.
 
         Raises:
             CenterError: ``scope`` is ``tool`` and the store holds no tool ``target``
@@ -479,6 +482,7 @@ class SQLiteCenterStore(CenterStore):
         actor: str,
         reason: str,
         action: str,
+        shown: Callable[[Any], Any] | None = None,
     ) -> ChangeEvent | None:
         with self._write() as conn:
             if scope == "tool" and (
@@ -504,6 +508,8 @@ class SQLiteCenterStore(CenterStore):
                     (scope, target, flag, _dump(after)),
                 )
             label = target if scope == "tool" else f"{scope}:{target}"
+            if shown is not None:
+                before, after = shown(before), shown(after)
             self._audit_change(conn, label, action, before, after, actor, reason)
             return self._bump(conn, "flag", label, {"flag": flag, "value": after})
 
