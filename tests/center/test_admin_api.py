@@ -197,6 +197,22 @@ def test_push_and_remove(api: TestClient, center: Center) -> None:
     problem(api.put("/api/mcp-servers/time", json={"config": {"nothing": 1}}), 400)
 
 
+def test_the_status_follows_the_failure_not_words_in_a_name(
+    api: TestClient, center: Center
+) -> None:
+    """A tool or group whose name holds words of store failures ("busy", "closed",
+    "read-only", "unreachable") gets the status of what went wrong, never a 503; a
+    store that cannot be read is a 503 whatever its message says."""
+    for name in ("busy", "closed_tickets", "unreachable"):
+        assert api.post("/api/tools", json={**PUSHED, "name": name}).status_code == 201
+        bad = {**PUSHED, "name": name, "input_schema": {"type": "string"}}
+        problem(api.post("/api/tools", json=bad), 400)
+        problem(api.post(f"/api/groups/read-only-{name}/disable"), 404)
+    problem(api.post("/api/tools", json={**PUSHED, "name": "echo"}), 409)
+    center.store.close()
+    assert "is closed" in problem(api.post("/api/tools/echo/disable"), 503)["detail"]
+
+
 def test_no_flag_outlives_its_tool(center_url: str, toolset: ToolSet) -> None:
     """A change to a tool another client has just unregistered (this center's view
     still lists it) is refused by the store with a 404, instead of leaving a flag that

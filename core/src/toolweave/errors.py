@@ -31,7 +31,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "PREVIEW_CHARS",
@@ -317,7 +317,23 @@ class StateConflict(ToolweaveError):
         )
 
 
+CenterProblem = Literal["invalid", "not_found", "conflict", "unavailable"]
+"""What kind of failure a :class:`CenterError` is."""
+
+
 class CenterError(ToolweaveError):
     """The registry center cannot do what was asked: its store is unreadable, locked,
     read-only or unreachable, a name is taken by another source, or an operation names
-    something the center does not hold. The message says which and what to do."""
+    something the center does not hold. The message says which and what to do.
+
+    Args:
+        message: What went wrong and what to do.
+        problem: Which of those it is: ``invalid`` (what was asked is wrong),
+            ``not_found`` (it names something the center does not hold), ``conflict``
+            (a name is held by another source) or ``unavailable`` (the store cannot be
+            read or written now). The admin API answers 400, 404, 409 and 503.
+    """
+
+    def __init__(self, message: str, *, problem: CenterProblem = "invalid") -> None:
+        super().__init__(message)
+        self.problem: CenterProblem = problem

@@ -14,7 +14,6 @@ import ipaddress
 import json
 import logging
 import math
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -68,17 +67,17 @@ def _problem_response(status: int, title: str, detail: str, instance: str) -> JS
     )  # fmt: skip
 
 
+_PROBLEMS: dict[str, tuple[int, str]] = {
+    "invalid": (400, "Bad request"),
+    "not_found": (404, "Not found"),
+    "conflict": (409, "Conflict"),
+    "unavailable": (503, "Center store unavailable"),
+}
+
+
 def _center_problem(exc: CenterError) -> Problem:
-    text = str(exc)
-    if re.search(r"holds no (tool|group|source) named", text) or (
-        "has no version" in text and "known" not in text
-    ):
-        return Problem(404, "Not found", text)
-    if "already registered by" in text:
-        return Problem(409, "Conflict", text)
-    if any(word in text for word in ("unreachable", "is locked", "read-only", "closed", "busy")):
-        return Problem(503, "Center store unavailable", text)
-    return Problem(400, "Bad request", text)
+    status, title = _PROBLEMS[exc.problem]
+    return Problem(status, title, str(exc))
 
 
 def parse_tokens(items: list[str] | tuple[str, ...] | str | None) -> dict[str, str]:

@@ -967,7 +967,8 @@ class Center:
             known = self._known(scope)
             if target not in known:
                 raise CenterError(
-                    f"the center holds no {scope} named {target!r}{did_you_mean(target, known)}"
+                    f"the center holds no {scope} named {target!r}{did_you_mean(target, known)}",
+                    problem="not_found",
                 )
         return scope, target
 
@@ -1063,7 +1064,7 @@ class Center:
         """
         record = self.snapshot.records.get(name)
         if record is None:
-            raise CenterError(_unknown(name, self.snapshot))
+            raise CenterError(_unknown(name, self.snapshot), problem="not_found")
         return record
 
     def _check_version(self, name: str, version: str) -> None:

@@ -98,7 +98,9 @@ class RedisCenterStore(CenterStore):
         except RedisUnavailable as exc:
             with contextlib.suppress(Exception):
                 self._link.close()
-            raise CenterError(f"the center store {url} is unreachable: {exc}") from exc
+            raise CenterError(
+                f"the center store {url} is unreachable: {exc}", problem="unavailable"
+            ) from exc
         self._r = self._link.client
         self._watching = False
         self._closed = False
@@ -120,11 +122,15 @@ class RedisCenterStore(CenterStore):
     def _run(self, awaitable: Any, what: str) -> Any:
         if self._closed:
             awaitable.close()
-            raise CenterError(f"the center store {self.describe()} is closed")
+            raise CenterError(
+                f"the center store {self.describe()} is closed", problem="unavailable"
+            )
         try:
             return self._link.run(awaitable, what)
         except RedisUnavailable as exc:
-            raise CenterError(f"the center store {self.describe()}: {exc}") from exc
+            raise CenterError(
+                f"the center store {self.describe()}: {exc}", problem="unavailable"
+            ) from exc
 
     # -- reads ------------------------------------------------------------------------
 
@@ -148,7 +154,8 @@ class RedisCenterStore(CenterStore):
             parsed = {tuple(k.decode().split(_SEP)): json.loads(v) for k, v in flags.items()}
         except (ValueError, KeyError, TypeError) as exc:
             raise CenterError(
-                f"the center store {self.describe()} holds a record it cannot read ({exc})"
+                f"the center store {self.describe()} holds a record it cannot read ({exc})",
+                problem="unavailable",
             ) from exc
         return int(version or 0), records, parsed
 
@@ -204,7 +211,9 @@ class RedisCenterStore(CenterStore):
                     return events
                 except redis.exceptions.WatchError:
                     continue
-        raise CenterError(f"the center store {self.describe()} is too busy to apply {what}")
+        raise CenterError(
+            f"the center store {self.describe()} is too busy to apply {what}", problem="unavailable"
+        )
 
     def _add_audit(self, pipe: Any, entry: AuditEntry) -> None:
         data = {k: v for k, v in entry.to_dict().items() if v is not None and k != "id"}
@@ -242,7 +251,8 @@ class RedisCenterStore(CenterStore):
                         raise CenterError(
                             f"tool name {record.name!r} is already registered by "
                             f"{before['source']}; {record.source} cannot register it too "
-                            "(rename one of them)"
+                            "(rename one of them)",
+                            problem="conflict",
                         )
                     _merge(before, data)
                     if _dump(before) == _dump(data):
@@ -274,7 +284,7 @@ class RedisCenterStore(CenterStore):
         async def plan(pipe: Any, version: int) -> Any:
             old = await pipe.hget(tools, name)
             if old is None:
-                raise CenterError(f"the center holds no tool named {name!r}")
+                raise CenterError(f"the center holds no tool named {name!r}", problem="not_found")
             prefix = f"tool{_SEP}{name}{_SEP}".encode()
             own = [k for k in await pipe.hkeys(flags) if k.startswith(prefix)]
 
@@ -311,7 +321,7 @@ class RedisCenterStore(CenterStore):
             # Under the WATCH of the version an unregistration bumps: a tool removed
             # meanwhile makes this transaction retry, and then fail here.
             if scope == "tool" and not await pipe.hexists(tools, target):
-                raise CenterError(f"the center holds no tool named {target!r}")
+                raise CenterError(f"the center holds no tool named {target!r}", problem="not_found")
             raw = await pipe.hget(flags, field)
             before = json.loads(raw) if raw is not None else None
             after = update(before)

@@ -232,7 +232,7 @@ def _problem(path: str, exc: sqlite3.Error) -> CenterError:
     else:
         what = "failed"
         todo = "see the cause below"
-    return CenterError(f"the center store {path} {what} ({exc}): {todo}")
+    return CenterError(f"the center store {path} {what} ({exc}): {todo}", problem="unavailable")
 
 
 @final
@@ -268,7 +268,9 @@ class SQLiteCenterStore(CenterStore):
         except sqlite3.Error as exc:
             raise _problem(where, exc) from exc
         except OSError as exc:
-            raise CenterError(f"the center store {where} cannot be created ({exc})") from exc
+            raise CenterError(
+                f"the center store {where} cannot be created ({exc})", problem="unavailable"
+            ) from exc
         conn.isolation_level = None
         self._conn = conn
         self._file = self.path.absolute()
@@ -332,14 +334,15 @@ class SQLiteCenterStore(CenterStore):
             raise CenterError(
                 f"the center store {self.path} is unreachable: its file was deleted or "
                 "replaced while this process had it open, so changes are refused; restore "
-                "the file, or restart to open the one now at that path"
+                "the file, or restart to open the one now at that path",
+                problem="unavailable",
             )
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._closed:
-                raise CenterError(f"the center store {self.path} is closed")
+                raise CenterError(f"the center store {self.path} is closed", problem="unavailable")
             try:
                 yield self._conn
             except sqlite3.Error as exc:
@@ -350,7 +353,8 @@ class SQLiteCenterStore(CenterStore):
         if self.readonly:
             raise CenterError(
                 f"the center store {self.path} is read-only: changes are refused "
-                "(give this process write access to change it)"
+                "(give this process write access to change it)",
+                problem="unavailable",
             )
         with self._read() as conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -415,7 +419,8 @@ class SQLiteCenterStore(CenterStore):
         except (ValueError, KeyError, TypeError) as exc:
             raise CenterError(
                 f"the center store {self.path} holds a record it cannot read ({exc}); "
-                "move the file aside or restore it from a backup"
+                "move the file aside or restore it from a backup",
+                problem="unavailable",
             ) from exc
         return int(version), records, flags
 
@@ -443,7 +448,8 @@ class SQLiteCenterStore(CenterStore):
                     if source != record.source:
                         raise CenterError(
                             f"tool name {record.name!r} is already registered by {source}; "
-                            f"{record.source} cannot register it too (rename one of them)"
+                            f"{record.source} cannot register it too (rename one of them)",
+                            problem="conflict",
                         )
                     before = json.loads(old)
                     _merge(before, data)
@@ -466,7 +472,7 @@ class SQLiteCenterStore(CenterStore):
         with self._write() as conn:
             row = conn.execute("SELECT record FROM tools WHERE name = ?", (name,)).fetchone()
             if row is None:
-                raise CenterError(f"the center holds no tool named {name!r}")
+                raise CenterError(f"the center holds no tool named {name!r}", problem="not_found")
             conn.execute("DELETE FROM tools WHERE name = ?", (name,))
             conn.execute("DELETE FROM flags WHERE scope = 'tool' AND target = ?", (name,))
             self._audit_change(conn, name, "unregister", json.loads(row[0]), None, actor, reason)
@@ -488,7 +494,7 @@ class SQLiteCenterStore(CenterStore):
             if scope == "tool" and (
                 conn.execute("SELECT 1 FROM tools WHERE name = ?", (target,)).fetchone() is None
             ):
-                raise CenterError(f"the center holds no tool named {target!r}")
+                raise CenterError(f"the center holds no tool named {target!r}", problem="not_found")
             row = conn.execute(
                 "SELECT value FROM flags WHERE scope = ? AND target = ? AND flag = ?",
                 (scope, target, flag),

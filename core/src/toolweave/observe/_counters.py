@@ -79,7 +79,9 @@ def _problem(path: Path, exc: sqlite3.Error) -> CenterError:
     else:
         what = "failed"
         todo = "see the cause below"
-    return CenterError(f"the rate-limit counters in {path} {what} ({exc}): {todo}")
+    return CenterError(
+        f"the rate-limit counters in {path} {what} ({exc}): {todo}", problem="unavailable"
+    )
 
 
 def _pyrate_rates(pyrate: Any, rates: Sequence[Rate]) -> list[Any]:
@@ -258,7 +260,8 @@ class RedisCounters(Counters):
             self._client.close()
             raise CenterError(
                 f"the rate-limit counters on Redis at {safe_url(url)} cannot be "
-                f"reached ({type(exc).__name__}: {exc})"
+                f"reached ({type(exc).__name__}: {exc})",
+                problem="unavailable",
             ) from None
         self._buckets: dict[tuple[str, tuple[Rate, ...]], Any] = {}
         self._writes: dict[str, int] = {}
