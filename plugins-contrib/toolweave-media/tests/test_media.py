@@ -281,3 +281,55 @@ async def test_a_path_naming_no_file_is_refused(
     assert "names no file" in refused.text
     assert os.listdir(workspace / "dir") == []
     assert service.requests == []
+
+
+async def test_saving_a_file_does_not_hold_up_the_event_loop(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """While a saved file's write is stuck (a slow file system, here a write that waits
+    for the test's word), other coroutines of the host run; the file is complete once
+    the write goes on."""
+    entered, release, wrote = threading.Event(), threading.Event(), threading.Event()
+    real_fdopen = os.fdopen
+
+    class SlowWriter:
+        def __init__(self, file: Any) -> None:
+            self.file = file
+
+        def __enter__(self) -> SlowWriter:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def write(self, data: bytes) -> int:
+            entered.set()
+            release.wait(10)  # hang guard: a write on the event loop blocks it this long
+            written: int = self.file.write(data)
+            wrote.set()
+            return written
+
+    def slow_fdopen(fd: int, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        file = real_fdopen(fd, mode, *args, **kwargs)
+        return SlowWriter(file) if "w" in mode else file
+
+    session = make_session()
+    ran_while_writing: list[bool] = []
+    results: list[Any] = []
+
+    async def save() -> None:
+        results.append(await session.call("image_gen", {"prompt": "slow disk"}))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fdopen", slow_fdopen)
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(save)
+                await anyio.to_thread.run_sync(entered.wait, 20)
+                # Here this coroutine runs: was the write still waiting meanwhile?
+                ran_while_writing.append(not wrote.is_set())
+                release.set()
+    assert ran_while_writing == [True]
+    (result,) = results
+    assert result.error is None, result.text
+    assert (workspace / "media" / "slow-disk.png").read_bytes() == PNG

@@ -3,7 +3,9 @@
 
 Files are written inside the workspace only (walked from its root's descriptor, never
 following a link out), never over an existing file: a taken name gets ``-2``, ``-3``
-... Videos are jobs: the tools stream the job's progress, poll it at the configured
+... They are written (and the image of ``image_to_video`` is read) in a worker thread,
+never on the event loop, so a large file or a slow file system holds up no other call.
+Videos are jobs: the tools stream the job's progress, poll it at the configured
 interval until it ends or the deadline passes, and ask the service to stop a job whose
 call was cancelled or ran out of time.
 """
@@ -169,7 +171,7 @@ class ImageGen(Tool[ImageGenArgs, MediaOutput]):
         target = _target(ctx, params, args.path, args.prompt)
         request = ImageRequest(args.prompt, args.count, args.size, params.image_model)
         made = await client_of(ctx).generate_image(request)
-        return MediaOutput(files=_save_all(ctx, params, made, target))
+        return MediaOutput(files=await _save_all(ctx, params, made, target))
 
 
 class VideoGen(Tool[VideoGenArgs, MediaOutput]):
@@ -267,7 +269,7 @@ async def _video(
             await cancel_quietly(client, job.id)
     meta = {**known, **video.metadata, "video_id": job.id}
     media = Media(video.data, video.extension, meta)
-    yield MediaOutput(files=_save_all(ctx, params, [media], target))
+    yield MediaOutput(files=await _save_all(ctx, params, [media], target))
 
 
 def _read_image(workspace: Workspace, max_bytes: int, asked: str) -> tuple[bytes, str]:
@@ -344,17 +346,25 @@ def _target(
     return base, suffix
 
 
-def _save_all(
+async def _save_all(
     ctx: Context, params: MediaParams, made: list[Media], target: tuple[str, str | None]
 ) -> list[SavedFile]:
+    """Save ``made`` in a worker thread (a call cancelled meanwhile returns once the
+    files are written)."""
     workspace = ctx.resources.require(Workspace)
     base, suffix = target
-    return [_save(workspace, params, media, base, suffix or media.extension) for media in made]
+
+    def save_all() -> list[SavedFile]:
+        return [_save(workspace, params, media, base, suffix or media.extension) for media in made]
+
+    return await anyio.to_thread.run_sync(save_all)
 
 
 def _save(
     workspace: Workspace, params: MediaParams, media: Media, base: str, extension: str
 ) -> SavedFile:
+    """Write ``media`` as a new file ``base.extension`` (or ``base-N.extension``) of the
+    workspace (run it in a worker thread: it writes the file)."""
     if len(media.data) > params.max_bytes:
         raise ToolError(
             ErrorKind.EXECUTION_ERROR,
