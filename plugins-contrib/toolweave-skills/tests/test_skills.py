@@ -200,3 +200,76 @@ async def test_configured_folders(skill_writer: Any, workspace: Path, tmp_path: 
     session = session_for(workspace, folders=[str(tmp_path / "shared-skills"), "team/skills"])
     result = await session.call("skill", {})
     assert [s["name"] for s in result.output["listing"]["skills"]] == ["lint", "review"]
+
+
+def count_scandirs(patch: pytest.MonkeyPatch, below: Path) -> list[str]:
+    """Record each ``os.scandir`` of a folder inside ``below`` (made while the test
+    runs)."""
+    import os
+
+    real = os.scandir
+    seen: list[str] = []
+
+    def counting(path: Any = ".") -> Any:
+        if Path(os.fsdecode(path)).is_relative_to(below):
+            seen.append(os.fsdecode(path))
+        return real(path)
+
+    patch.setattr(os, "scandir", counting)
+    return seen
+
+
+async def test_listing_a_huge_skill_folder_stops_at_max_files(
+    skill_writer: Any, workspace: Path
+) -> None:
+    """A skill folder holding far more files than ``max_files`` is not walked whole: the
+    walk stops at the first file past the limit, and the listing says it was cut."""
+    folder = skill_writer(workspace / ".skills", "big", "Many files.")
+    for d in range(40):
+        sub = folder / f"d{d:02}"
+        sub.mkdir()
+        for f in range(10):
+            (sub / f"f{f}.txt").write_text("x")
+    session = session_for(workspace, max_files=5)
+    with pytest.MonkeyPatch.context() as patch:
+        walked = count_scandirs(patch, folder)
+        loaded = await session.call("skill", {"name": "big"})
+    assert loaded.error is None, loaded.text
+    assert len(walked) <= 2, walked  # the skill's folder and d00, not the 40 folders
+    assert loaded.output["loaded"]["files"] == [f"d00/f{f}.txt" for f in range(5)]
+    assert loaded.output["loaded"]["files_cut"] is True
+    assert "- ... [cut: the folder holds more]" in loaded.text
+
+
+async def test_listing_a_deep_or_crowded_skill_folder_is_bounded(
+    skill_writer: Any, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folders nested deeper than are walked, and more entries than are read, cut the
+    listing without being walked; a small folder is listed whole and not cut."""
+    import toolweave_skills._skill as skill_module
+
+    deep = skill_writer(workspace / ".skills", "deep", "Deep.", **{"top.md": "t"})
+    bottom = deep.joinpath(*[f"n{i}" for i in range(60)])
+    bottom.mkdir(parents=True)
+    (bottom / "leaf.md").write_text("leaf")
+    crowded = skill_writer(workspace / ".skills", "crowded", "Crowded.")
+    for d in range(300):
+        (crowded / f"empty{d:03}").mkdir()
+    small = skill_writer(workspace / ".skills", "small", "Small.", **{"a.md": "a"})
+    monkeypatch.setattr(skill_module, "_WALK_ENTRIES", 50, raising=False)
+    session = session_for(workspace)
+    with pytest.MonkeyPatch.context() as patch:
+        walked = count_scandirs(patch, workspace / ".skills")
+        loaded = {
+            name: (await session.call("skill", {"name": name})).output["loaded"]
+            for name in ("deep", "crowded", "small")
+        }
+    assert sum(p.startswith(str(deep)) for p in walked) <= 20
+    assert sum(p.startswith(str(crowded)) for p in walked) <= 60
+    assert sum(p.startswith(str(small)) for p in walked) == 1
+    assert loaded["deep"]["files"] == ["top.md"]
+    assert loaded["deep"]["files_cut"] is True
+    assert loaded["crowded"]["files"] == []
+    assert loaded["crowded"]["files_cut"] is True
+    assert loaded["small"]["files"] == ["a.md"]
+    assert loaded["small"]["files_cut"] is False

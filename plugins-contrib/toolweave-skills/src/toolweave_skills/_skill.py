@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -50,7 +51,8 @@ class SkillsParams(BaseModel):
     """Tell the model which skills exist after its first call, not only new ones."""
 
     max_files: int = Field(default=100, ge=0)
-    """The most resource files listed with a loaded skill."""
+    """The most resource files listed with a loaded skill (the walk of its folder stops
+    at the next one)."""
 
     max_file_chars: int = Field(default=100_000, ge=1_000)
     """The most characters returned when reading one resource file."""
@@ -147,17 +149,18 @@ class SkillLoaded(BaseModel):
     files: list[str]
     """Resource files of the folder, relative to it."""
 
-    more_files: int = 0
-    """Files not listed (over the limit)."""
+    files_cut: bool = False
+    """Whether the listing was cut: the folder holds more than ``max_files`` files, or
+    more entries or deeper folders than are walked."""
 
     def render(self) -> str:
         """The instructions, then the files and how to read them."""
         text = f'Skill "{self.name}" (folder: {self.folder})\n\n{self.instructions}'
-        if self.files:
-            listed = "\n".join(f"- {f}" for f in self.files)
-            more = f"\n- ... and {self.more_files} more" if self.more_files else ""
+        if self.files or self.files_cut:
+            listed = "".join(f"\n- {f}" for f in self.files)
+            more = "\n- ... [cut: the folder holds more]" if self.files_cut else ""
             text += (
-                f"\n\nFiles of this skill (read one with this tool's `file` argument):\n"
+                f"\n\nFiles of this skill (read one with this tool's `file` argument):"
                 f"{listed}{more}"
             )
         return text
@@ -206,20 +209,66 @@ class SkillResult(ToolOutput):
         return part.render() if part is not None else ""
 
 
-def _files(skill: Skill, limit: int) -> tuple[list[str], int]:
-    """The skill folder's files (hidden ones, caches and links leading out of the folder
-    left out), sorted, capped."""
-    found: list[str] = []
+_WALK_DEPTH = 16
+"""How deep a skill's files are listed: paths of at most this many parts (``a/b.md``
+has 2); deeper folders are not walked."""
+
+_WALK_ENTRIES = 10_000
+"""The most directory entries read while listing a skill's files, beyond ``max_files``."""
+
+
+def _files(skill: Skill, limit: int) -> tuple[list[str], bool]:
+    """The skill folder's files (hidden ones, caches, linked folders and links leading out
+    of the folder left out), in path order, at most ``limit``; and whether the listing was
+    cut.
+
+    The walk is bounded: it stops at the first file past ``limit`` or once
+    ``_WALK_ENTRIES + limit`` directory entries were read, and goes no deeper than
+    ``_WALK_DEPTH`` levels; each of these cuts the listing.
+    """
     folder = skill.folder.resolve()
-    for path in sorted(skill.folder.rglob("*")):
-        rel = path.relative_to(skill.folder)
-        if rel.as_posix() == SKILL_FILE or any(
-            part.startswith(".") or part == "__pycache__" for part in rel.parts
-        ):
-            continue
-        if path.is_file() and path.resolve().is_relative_to(folder):
-            found.append(rel.as_posix())
-    return found[:limit], max(0, len(found) - limit)
+    found: list[str] = []
+    left = _WALK_ENTRIES + limit
+    cut = False
+
+    def walk(path: str, prefix: str, depth: int) -> bool:
+        """List the files below ``path``; ``False`` once the walk must stop."""
+        nonlocal left, cut
+        entries: list[os.DirEntry[str]] = []
+        try:
+            with os.scandir(path) as listing:
+                for entry in listing:
+                    if left <= 0:
+                        cut = True
+                        return False
+                    left -= 1
+                    if not entry.name.startswith(".") and entry.name != "__pycache__":
+                        entries.append(entry)
+        except OSError:
+            return True
+        for entry in sorted(entries, key=lambda e: e.name):
+            rel = prefix + entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if depth >= _WALK_DEPTH:
+                        cut = True
+                    elif not walk(entry.path, rel + "/", depth + 1):
+                        return False
+                    continue
+                if rel == SKILL_FILE or not entry.is_file():
+                    continue
+                if not Path(entry.path).resolve().is_relative_to(folder):
+                    continue
+            except OSError:
+                continue
+            if len(found) >= limit:
+                cut = True
+                return False
+            found.append(rel)
+        return True
+
+    walk(str(skill.folder), "", 1)
+    return found, cut
 
 
 def _read(skill: Skill, file: str, limit: int) -> SkillFile:
@@ -299,13 +348,13 @@ the task, and do not use it to read workspace files (use the file tools)."""
             )
         if args.file:
             return SkillResult(file=_read(skill, args.file, params.max_file_chars))
-        files, more = _files(skill, params.max_files)
+        files, cut = _files(skill, params.max_files)
         loaded = SkillLoaded(
             name=skill.name,
             description=skill.description,
             folder=str(skill.folder),
             instructions=skill.instructions,
             files=files,
-            more_files=more,
+            files_cut=cut,
         )
         return SkillResult(loaded=loaded)
