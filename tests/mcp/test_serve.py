@@ -577,28 +577,15 @@ def test_wildcard_addresses_allow_the_machine_names_and_loopback_only() -> None:
 # -- stdio: lines that are not JSON-RPC messages are answered ------------------------------
 
 
-def test_stdio_answers_lines_that_are_not_messages(tmp_path: Path) -> None:
-    """Each unreadable line gets a JSON-RPC error (not silence): -32700 with id null for
-    a line that is not JSON, -32600 for JSON that is not a message, with the request's
-    id when it can be read, also when the message nests too deep to parse; the server
-    then goes on serving."""
-    deep = (
-        '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"x","arguments":'
-        '{"path":' + "[" * 100_000 + "]" * 100_000 + "}}}"
-    )
-    lines = [
-        json.dumps(INITIALIZE),
-        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        "{not json",
-        "",
-        "[1,2,3]",
-        json.dumps({"jsonrpc": "2.0", "id": 2}),
-        json.dumps({"jsonrpc": "2.0", "id": "s", "method": 5}),
-        deep,
-        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
-    ]
+def _exchange(workspace: Path, lines: list[str]) -> list[dict[str, Any]]:
+    """Every reply of the stdio server over the demo pack to ``lines``, sent after
+    initialising and followed by a ``tools/list`` with id 3, up to its answer.
+
+    The server reads its input in order and answers an unreadable line before it
+    reads the next one, so every error comes before the answer to the last request.
+    """
     proc = subprocess.Popen(
-        [PY, *DEMO_ARGS, "--workspace", str(tmp_path)],
+        [PY, *DEMO_ARGS, "--workspace", str(workspace)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -608,10 +595,16 @@ def test_stdio_answers_lines_that_are_not_messages(tmp_path: Path) -> None:
     watchdog = threading.Timer(40, proc.kill)  # a reply missing: fail, do not hang
     watchdog.start()
     replies: list[dict[str, Any]] = []
+    sent = [
+        json.dumps(INITIALIZE),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        *lines,
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    ]
     try:
         assert proc.stdin is not None
         assert proc.stdout is not None
-        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.write("\n".join(sent) + "\n")
         proc.stdin.flush()
         while not replies or replies[-1].get("id") != 3:
             line = proc.stdout.readline()
@@ -626,6 +619,27 @@ def test_stdio_answers_lines_that_are_not_messages(tmp_path: Path) -> None:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+    return replies
+
+
+def test_stdio_answers_lines_that_are_not_messages(tmp_path: Path) -> None:
+    """Each unreadable line gets a JSON-RPC error (not silence): -32700 with id null for
+    a line that is not JSON, -32600 for JSON that is not a message, with the request's
+    id when it can be read, also when the message nests too deep to parse; the server
+    then goes on serving."""
+    deep = (
+        '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"x","arguments":'
+        '{"path":' + "[" * 100_000 + "]" * 100_000 + "}}}"
+    )
+    lines = [
+        "{not json",
+        "",
+        "[1,2,3]",
+        json.dumps({"jsonrpc": "2.0", "id": 2}),
+        json.dumps({"jsonrpc": "2.0", "id": "s", "method": 5}),
+        deep,
+    ]
+    replies = _exchange(tmp_path, lines)
     errors = [(r["id"], r["error"]["code"]) for r in replies if "error" in r]
     assert errors == [
         (None, -32700),
@@ -635,6 +649,43 @@ def test_stdio_answers_lines_that_are_not_messages(tmp_path: Path) -> None:
         (10, -32600),
     ]
     assert [r["id"] for r in replies if "result" in r] == [1, 3]
+
+
+def test_stdio_answers_requests_whose_id_is_not_a_string_or_an_integer(
+    tmp_path: Path,
+) -> None:
+    """A request whose id is null (which MCP forbids), a boolean, a fraction, an object
+    or an array reads as a notification to the SDK, which nobody answers: the client
+    waited for ever. Each now gets one -32600 with id null, as do the neighbouring
+    malformed requests, and the server goes on serving."""
+    tools_list = {"jsonrpc": "2.0", "method": "tools/list"}
+    lines = [
+        json.dumps({**tools_list, "id": None}),
+        json.dumps({**tools_list, "id": True}),
+        json.dumps({**tools_list, "id": 1.5}),
+        json.dumps({**tools_list, "id": {}}),
+        json.dumps({**tools_list, "id": []}),
+        json.dumps({"jsonrpc": "2.0", "id": None, "method": "notifications/initialized"}),
+        json.dumps({"id": 7, "method": "tools/list"}),  # no "jsonrpc"
+        json.dumps([{**tools_list, "id": 8}]),  # MCP has no batches: one error for all
+        json.dumps({"jsonrpc": "2.0", "id": 9, "method": 5}),
+        json.dumps({"jsonrpc": "2.0", "method": 5}),
+        # A response is never answered, even an error with id null (how a peer reports
+        # a message it could not tie to a request): answering it could start two peers
+        # trading errors for ever. JSON-RPC 2.0 answers requests only (section 5).
+        json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "x"}}),
+    ]
+    replies = _exchange(tmp_path, lines)
+    errors = [(r["id"], r["error"]["code"]) for r in replies if "error" in r]
+    assert errors == [
+        *[(None, -32600)] * 6,
+        (7, -32600),
+        (None, -32600),
+        (9, -32600),
+        (None, -32600),
+    ]
+    assert [r["id"] for r in replies if "result" in r] == [1, 3]
+    assert replies[-1]["result"]["tools"]
 
 
 def test_the_id_of_a_message_too_deep_to_parse_is_read_at_the_top_level_only() -> None:

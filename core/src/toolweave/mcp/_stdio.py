@@ -15,7 +15,10 @@ A line the SDK cannot read as a JSON-RPC message is answered here, as the HTTP
 transport does, instead of reaching the server as an exception nobody replies to:
 ``-32700`` (parse error, id null) for a line that is not JSON, ``-32600`` (invalid
 request) for JSON that is not a message, with the request's id when it can be read
-(also when the message nests too deep to parse). Blank lines are skipped.
+(also when the message nests too deep to parse). A request whose id is neither a
+string nor an integer (null included), which the SDK takes for a notification, gets
+``-32600`` with id null too (only on pipes, where the line is known). Blank lines are
+skipped.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ logger = logging.getLogger("toolweave.mcp")
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+BAD_ID = "Invalid Request: the id must be a string or an integer"
 
 
 @asynccontextmanager
@@ -105,10 +109,14 @@ class _Answering:
             raise anyio.EndOfStream from None
 
     async def receive_any(self) -> Any:
+        """The next message, or the exception standing for a line answered here."""
         item = await self._inner.__anext__()
         line = self._pending.popleft() if self._pending else None
         if isinstance(item, Exception):
             await self._answer(error_for(line, item))
+        elif line is not None and _request_with_bad_id(item, line):
+            await self._answer(_error(INVALID_REQUEST, BAD_ID))
+            return ValueError(BAD_ID)
         return item
 
     async def _answer(self, error: Any) -> None:
@@ -125,34 +133,53 @@ class _Answering:
         await self._inner.aclose()
 
 
-def error_for(line: str | None, exc: Exception) -> Any:
-    """The JSON-RPC error answering ``line``, which the SDK refused with ``exc``."""
+def _error(code: int, message: str, request_id: int | str | None = None) -> Any:
     import mcp.types as types
 
-    def error(code: int, message: str, request_id: int | str | None = None) -> Any:
-        return types.JSONRPCError(
-            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
-        )
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
+    )
 
+
+def _request_with_bad_id(item: Any, line: str) -> bool:
+    """Whether ``item``, the SDK's reading of ``line``, is a notification although the
+    line has an ``id``: a request whose id is neither a string nor an integer (null, a
+    boolean, a fraction, an object, an array). The SDK's models ignore members they do
+    not know, so such a request reads as a notification, which nobody answers; JSON-RPC
+    wants an answer to a request (``"id": null`` included), and MCP forbids both a null
+    id and an id on a notification."""
+    import mcp.types as types
+
+    if not isinstance(getattr(item, "message", None), types.JSONRPCNotification):
+        return False
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):  # the SDK read it, so this is not expected
+        return False
+    return isinstance(data, dict) and "id" in data
+
+
+def error_for(line: str | None, exc: Exception) -> Any:
+    """The JSON-RPC error answering ``line``, which the SDK refused with ``exc``."""
     if line is None:  # the SDK's own transport: only the exception is known
         not_json = "json_invalid" in str(exc) and "recursion limit" not in str(exc)
         if not_json:
-            return error(PARSE_ERROR, "Parse error: the line is not JSON")
-        return error(INVALID_REQUEST, "Invalid Request: not a JSON-RPC message")
+            return _error(PARSE_ERROR, "Parse error: the line is not JSON")
+        return _error(INVALID_REQUEST, "Invalid Request: not a JSON-RPC message")
     try:
         data = json.loads(line)
     except RecursionError:
-        return error(
+        return _error(
             INVALID_REQUEST,
             "Invalid Request: the message nests too deep to be read",
             _top_level_id(line),
         )
     except ValueError:
-        return error(PARSE_ERROR, "Parse error: the line is not JSON")
+        return _error(PARSE_ERROR, "Parse error: the line is not JSON")
     request_id = data.get("id") if isinstance(data, dict) else None
     if not _valid_id(request_id):
         request_id = None
-    return error(INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC message", request_id)
+    return _error(INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC message", request_id)
 
 
 def _valid_id(value: object) -> bool:
