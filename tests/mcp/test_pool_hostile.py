@@ -7,7 +7,8 @@ import contextlib
 import json
 import os
 import signal
-from collections.abc import Awaitable, Callable
+import subprocess
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,194 @@ async def test_tools_whose_schema_cannot_be_used_are_skipped(
         assert "JSON cannot carry" in status.skipped["inf"]
         assert "#/$defs/missing" in status.skipped["badref"]
         json.dumps(session.definitions(), allow_nan=False)  # the listing stays valid JSON
+
+
+def _skip_logs(caplog: pytest.LogCaptureFixture, name: str) -> list[str]:
+    """The warnings that said the tool ``name`` was skipped."""
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelname == "WARNING" and f"tool {name!r} skipped" in r.getMessage()
+    ]
+
+
+async def test_a_tool_whose_input_schema_is_no_object_schema_is_skipped_not_its_server(
+    tmp_path: Path, host_session: Callable[..., Session], caplog: pytest.LogCaptureFixture
+) -> None:
+    tools = [
+        ECHO,
+        {"name": "text", "inputSchema": {"type": "string"}},
+        {"name": "list", "inputSchema": {"type": "array", "items": {"type": "integer"}}},
+        {"name": "shapeless", "inputSchema": {"items": {"type": "string"}}},
+        {"name": "nullable", "inputSchema": {"type": ["object", "null"]}},
+        {"name": "numbers", "inputSchema": [1, 2]},
+        {"name": "bare"},
+    ]
+    config = _spec_server(tmp_path / "spec.json", {"tools": tools})
+    session = host_session()
+    async with MCPPool(session, {"s": config}) as pool:
+        assert await pool.wait_online("s")
+        status = pool.status("s")
+        assert status.state == "online"
+        assert status.tools == ("mcp__s__echo",)
+        assert set(status.skipped) == {"text", "list", "shapeless", "nullable", "numbers", "bare"}
+        assert status.skipped["text"] == (
+            "invalid input schema: inputSchema.type: Input should be 'object' (got 'string')"
+        )
+        assert "inputSchema.type: Field required" in status.skipped["shapeless"]
+        assert "inputSchema: Field required" in status.skipped["bare"]
+        assert (await session.call("mcp__s__echo", {})).text == "ok"
+        json.dumps(session.definitions(), allow_nan=False)
+    assert _skip_logs(caplog, "text") == [
+        f"MCP server 's': tool 'text' skipped: {status.skipped['text']}"
+    ]
+
+
+@pytest.fixture
+def spec_http(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """``servers/spec_http.py`` listing the tools of a spec file the test writes: the
+    file, and the server's URL. Killed at the end."""
+    spec = tmp_path / "spec-http.json"
+    spec.write_text(json.dumps({"tools": [ECHO]}))
+    proc = subprocess.Popen(
+        [PY, str(SERVERS / "spec_http.py"), str(spec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "serving MCP on http://127.0.0.1:" in line, line
+        yield spec, line.rsplit(" ", 1)[1].strip()
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+async def test_over_http_too_a_tool_whose_schema_is_no_object_schema_is_skipped(
+    spec_http: tuple[Path, str], host_session: Callable[..., Session]
+) -> None:
+    spec, url = spec_http
+    text = {"name": "text", "inputSchema": {"type": "string"}}
+    spec.write_text(json.dumps({"tools": [ECHO, text]}))
+    session = host_session()
+    async with MCPPool(session, {"h": ServerConfig(type="http", url=url)}) as pool:
+        assert await pool.wait_online("h")
+        status = pool.status("h")
+        assert status.tools == ("mcp__h__echo",)
+        assert "inputSchema.type: Input should be 'object'" in status.skipped["text"]
+        assert (await session.call("mcp__h__echo", {})).text == "ok"
+
+
+async def test_tools_with_unusable_properties_required_or_names_are_skipped(
+    tmp_path: Path, host_session: Callable[..., Session]
+) -> None:
+    tools = [
+        ECHO,
+        {"name": "props", "inputSchema": {"type": "object", "properties": ["a", "b"]}},
+        {"name": "prop", "inputSchema": {"type": "object", "properties": {"a": "string"}}},
+        {"name": "req", "inputSchema": {"type": "object", "required": "a"}},
+        {"name": "reqs", "inputSchema": {"type": "object", "required": [1]}},
+        {"name": 7, "inputSchema": {"type": "object"}},
+        "not a tool",
+        {"name": "out", "inputSchema": {"type": "object"}, "outputSchema": {"type": "string"}},
+    ]
+    config = _spec_server(tmp_path / "spec.json", {"tools": tools})
+    session = host_session()
+    async with MCPPool(session, {"s": config}) as pool:
+        assert await pool.wait_online("s")
+        status = pool.status("s")
+        assert status.tools == ("mcp__s__echo",)
+        assert status.skipped == {
+            "props": "invalid input schema: inputSchema.properties: Input should be a valid "
+            "dictionary",
+            "prop": "invalid input schema: inputSchema.properties.a.dict[str,any]: Input "
+            "should be a valid dictionary (got 'string'); inputSchema.properties.a.bool: "
+            "Input should be a valid boolean, unable to interpret input (got 'string')",
+            "req": "invalid input schema: inputSchema.required: Input should be a valid list "
+            "(got 'a')",
+            "reqs": "invalid input schema: inputSchema.required.0: Input should be a valid "
+            "string (got 1)",
+            "tools[5]": "invalid tool definition: name: Input should be a valid string (got 7)",
+            "tools[6]": "invalid tool definition: (the tool): Input should be a valid "
+            "dictionary or instance of Tool (got 'not a tool')",
+            "out": "invalid tool definition: outputSchema.type: Input should be 'object' "
+            "(got 'string')",
+        }
+        assert (await session.call("mcp__s__echo", {})).text == "ok"
+
+
+async def test_a_tool_with_an_empty_name_is_skipped(
+    tmp_path: Path, host_session: Callable[..., Session]
+) -> None:
+    tools = [ECHO, {"name": "", "inputSchema": {"type": "object"}}]
+    config = _spec_server(tmp_path / "spec.json", {"tools": tools})
+    session = host_session()
+    async with MCPPool(session, {"s": config}) as pool:
+        assert await pool.wait_online("s")
+        status = pool.status("s")
+        assert status.tools == ("mcp__s__echo",)
+        assert status.skipped == {"": "invalid tool definition: the name is empty"}
+
+
+async def test_a_skipped_tool_listed_again_unchanged_is_neither_said_nor_counted_again(
+    tmp_path: Path,
+    host_session: Callable[..., Session],
+    eventually: Eventually,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    dangling = {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}
+    config = _spec_server(
+        tmp_path / "spec.json", {"tools": [ECHO, {"name": "badref", "inputSchema": dangling}]}
+    )
+    session = host_session()
+    async with MCPPool(session, {"s": config}) as pool:
+        assert await pool.wait_online("s")
+        version, syncs = pool.version, pool.status("s").syncs
+        for more in (1, 2):
+            pool.refresh("s")
+            await eventually(lambda more=more: pool.status("s").syncs >= syncs + more)
+        assert pool.version == version  # nothing changed, so nobody is told of a change
+        assert "badref" in pool.status("s").skipped
+    assert len(_skip_logs(caplog, "badref")) == 1
+
+
+async def test_a_tool_whose_schema_turns_bad_leaves_and_comes_back_alone(
+    tmp_path: Path,
+    host_session: Callable[..., Session],
+    eventually: Eventually,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    good = {"name": "calc", "inputSchema": {"type": "object"}}
+    bad = {"name": "calc", "inputSchema": {"type": "number"}}
+    spec = tmp_path / "spec.json"
+    config = _spec_server(spec, {"tools": [ECHO, good]})
+    session = host_session()
+    async with MCPPool(session, {"s": config}) as pool:
+        assert await pool.wait_online("s")
+        assert pool.status("s").tools == ("mcp__s__calc", "mcp__s__echo")
+
+        async def sync() -> None:
+            syncs = pool.status("s").syncs
+            pool.refresh("s")
+            await eventually(lambda: pool.status("s").syncs > syncs)
+
+        spec.write_text(json.dumps({"tools": [ECHO, bad]}))
+        await sync()
+        await sync()  # listed again unchanged: skipped, said once
+        status = pool.status("s")
+        assert status.state == "online"
+        assert status.tools == ("mcp__s__echo",)
+        assert "got 'number'" in status.skipped["calc"]
+        assert len(_skip_logs(caplog, "calc")) == 1
+        spec.write_text(json.dumps({"tools": [ECHO, good]}))
+        await sync()
+        status = pool.status("s")
+        assert status.tools == ("mcp__s__calc", "mcp__s__echo")
+        assert status.skipped == {}
 
 
 async def test_a_flood_on_stderr_is_cut_back_to_its_end(

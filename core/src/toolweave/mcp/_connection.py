@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.mcp._config import ServerConfig, redact
 from toolweave.mcp._convert import error_from_mcp, result_from_mcp
+from toolweave.mcp._listing import ListingGuard
 from toolweave.mcp._names import subject
 from toolweave.mcp._transport import open_target
 from toolweave.results import Progress
@@ -283,6 +284,7 @@ class ServerConnection:
         self._retry_now = anyio.Event()
         self._calls: anyio.abc.TaskGroup | None = None
         self._pending: set[PendingCall] = set()
+        self._guard = ListingGuard()
 
     def __repr__(self) -> str:
         return f"<ServerConnection {self.id} {self.state.value}>"
@@ -383,8 +385,13 @@ class ServerConnection:
         deadline = anyio.current_time() + config.connect_timeout / 1000
         with anyio.CancelScope(deadline=deadline) as scope:
             try:
+                self._guard = ListingGuard()
                 target = open_target(
-                    config, closed, errlog, lambda: self.state is not ServerState.ONLINE
+                    config,
+                    closed,
+                    errlog,
+                    lambda: self.state is not ServerState.ONLINE,
+                    self._guard,
                 )
                 await self._session(target, scope, closed)
             except Exception as exc:
@@ -411,6 +418,7 @@ class ServerConnection:
         )
         async with client:
             self._dirty = anyio.Event()
+            self._guard.version = client.protocol_version
             await self._refresh(client)
             scope.deadline = math.inf
             self.protocol_version = client.protocol_version
@@ -538,6 +546,7 @@ class ServerConnection:
     async def _refresh(self, client: Client) -> None:
         tools: list[types.Tool] = []
         cursor: str | None = None
+        self._guard.take()  # what listings of the SDK's own left behind
         for _ in range(MAX_PAGES):
             page = await client.list_tools(cursor=cursor, cache_mode="refresh")
             tools.extend(page.tools)
@@ -545,7 +554,7 @@ class ServerConnection:
             if cursor is None:
                 break
         self.syncs += 1
-        self.pool._apply(self, tools)
+        self.pool._apply(self, tools, self._guard.take())
 
     def refresh_soon(self) -> None:
         """Re-read the tool list at the next opportunity."""

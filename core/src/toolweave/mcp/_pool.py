@@ -150,6 +150,9 @@ class MCPPool:
         self._connections: dict[str, ServerConnection] = {}
         self._records: dict[str, dict[str, _Registered]] = {}
         self._skipped: dict[str, dict[str, str]] = {}
+        self._invalid: dict[str, dict[str, str]] = {}
+        """The fingerprints of the skipped tools that are unusable as they are (their name
+        or schema), by server: tried again only once their definition changes."""
         self._renamed: dict[str, dict[str, str]] = {}
         self._by_name: dict[str, RemoteToolInfo] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -416,10 +419,16 @@ class MCPPool:
         or its configured name, both as given, else under the default name."""
         sid = conn.id
         skipped = self._skipped.setdefault(sid, {})
+        if not tool.name:
+            skipped[tool.name] = "invalid tool definition: the name is empty"
+            self._invalid.setdefault(sid, {})[tool.name] = _fingerprint(tool)
+            logger.warning("MCP server %r: a tool with an empty name skipped", sid)
+            return None
         try:
             erased = remote_tool(self, conn, tool)
         except Exception as exc:
             skipped[tool.name] = f"invalid input schema: {describe(exc)}"
+            self._invalid.setdefault(sid, {})[tool.name] = _fingerprint(tool)
             logger.warning("MCP server %r: tool %r skipped: %s", sid, tool.name, describe(exc))
             return None
         try:
@@ -510,8 +519,15 @@ class MCPPool:
         self.session.unregister_external(name)
         self._by_name.pop(name, None)
 
-    def _apply(self, conn: ServerConnection, tools: list[types.Tool]) -> None:
-        """Make the session's tools of ``conn`` match the server's list ``tools``."""
+    def _apply(
+        self,
+        conn: ServerConnection,
+        tools: list[types.Tool],
+        refused: dict[str, str] | None = None,
+    ) -> None:
+        """Make the session's tools of ``conn`` match the server's list ``tools``;
+        ``refused``: the tools taken out of that list before the SDK read it (it would
+        have refused the whole list), with the reasons."""
         sid = conn.id
         if self._connections.get(sid) is not conn:
             return  # a stopped connection's late answer
@@ -524,12 +540,24 @@ class MCPPool:
             self._unregister(records.pop(remote).name)
             changed = True
         skipped = self._skipped.setdefault(sid, {})
-        for remote in [r for r in skipped if r not in latest]:
+        refused = {r: why for r, why in (refused or {}).items() if r not in latest}
+        for remote in [r for r in skipped if r not in latest and r not in refused]:
             del skipped[remote]
+        for remote, why in refused.items():
+            if skipped.get(remote) != why:
+                logger.warning("MCP server %r: tool %r skipped: %s", sid, remote, why)
+                skipped[remote] = why
+        invalid = self._invalid.setdefault(sid, {})
+        for remote in [r for r in invalid if r not in latest]:
+            del invalid[remote]
         for remote, tool in latest.items():
             old = records.get(remote)
-            if old is not None and old.fingerprint == _fingerprint(tool):
+            current = _fingerprint(tool)
+            if old is not None and old.fingerprint == current:
                 continue
+            if old is None and remote in skipped and invalid.get(remote) == current:
+                continue  # skipped as it is, and unchanged: not tried (nor said) again
+            invalid.pop(remote, None)
             keep = None
             if old is not None:
                 keep = old.name
@@ -547,6 +575,7 @@ class MCPPool:
         for record in records.values():
             self._unregister(record.name)
         self._renamed.pop(server_id, None)
+        self._invalid.pop(server_id, None)
         if records:
             self.version += 1
 

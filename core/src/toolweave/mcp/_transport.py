@@ -14,6 +14,7 @@ from typing import Any, TextIO
 import anyio
 
 from toolweave.mcp._config import ServerConfig
+from toolweave.mcp._listing import ListingGuard
 
 __all__ = ["STOP_GRACE", "open_target"]
 
@@ -121,23 +122,26 @@ async def _stop(seen: list[Any], urgent: bool) -> None:
 
 
 class _WatchedReadStream:
-    """A transport's read stream that sets ``closed`` when the other side goes away.
+    """A transport's read stream that sets ``closed`` when the other side goes away, and
+    passes what arrives through the connection's :class:`ListingGuard` (when it has one).
 
     An idle stdio server that exits is otherwise noticed only by the next request.
     """
 
-    __slots__ = ("_closed", "_inner")
+    __slots__ = ("_closed", "_guard", "_inner")
 
-    def __init__(self, inner: Any, closed: anyio.Event) -> None:
+    def __init__(self, inner: Any, closed: anyio.Event, guard: ListingGuard | None) -> None:
         self._inner = inner
         self._closed = closed
+        self._guard = guard
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            message = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._closed.set()
             raise
+        return message if self._guard is None else self._guard.received(message)
 
     def __aiter__(self) -> _WatchedReadStream:
         return self
@@ -161,12 +165,43 @@ class _WatchedReadStream:
         return getattr(self._inner, name)
 
 
+class _GuardedWriteStream:
+    """A transport's write stream whose messages the :class:`ListingGuard` sees first
+    (to know which answers are ``tools/list`` answers)."""
+
+    __slots__ = ("_guard", "_inner")
+
+    def __init__(self, inner: Any, guard: ListingGuard) -> None:
+        self._inner = inner
+        self._guard = guard
+
+    async def send(self, message: Any) -> None:
+        self._guard.sent(message)
+        await self._inner.send(message)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _GuardedWriteStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 @asynccontextmanager
 async def _watched(
-    transport: AbstractAsyncContextManager[Any], closed: anyio.Event
+    transport: AbstractAsyncContextManager[Any],
+    closed: anyio.Event,
+    guard: ListingGuard | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     async with transport as (read, write):
-        yield _WatchedReadStream(read, closed), write
+        if guard is not None:
+            write = _GuardedWriteStream(write, guard)
+        yield _WatchedReadStream(read, closed, guard), write
 
 
 @asynccontextmanager
@@ -188,6 +223,7 @@ def open_target(
     closed: anyio.Event,
     errlog: TextIO | None,
     urgent: Callable[[], bool] = lambda: True,
+    guard: ListingGuard | None = None,
 ) -> Any:
     """What to hand ``mcp.Client`` for ``config``: a transport, or an in-process server.
 
@@ -197,15 +233,18 @@ def open_target(
         errlog: Where a stdio server's stderr goes.
         urgent: Asked when a stdio connection closes: true kills the server at once
             (it never finished connecting), false gives it :data:`STOP_GRACE` seconds.
+        guard: Sees the messages of a stdio or HTTP connection, and takes out of its
+            ``tools/list`` answers the tools the SDK would refuse (an in-process server's
+            answers do not pass through it).
     """
     if config.type == "memory":
         return config.server
     if config.type == "http":
-        return _watched(_http(config), closed)
+        return _watched(_http(config), closed, guard)
     from mcp.client.stdio import StdioServerParameters
 
     assert config.command is not None
     params = StdioServerParameters(
         command=config.command, args=list(config.args), env=dict(config.env), cwd=config.cwd
     )
-    return _watched(_stdio(params, errlog, urgent), closed)
+    return _watched(_stdio(params, errlog, urgent), closed, guard)
