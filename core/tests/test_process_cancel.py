@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 
 import anyio
 import pytest
 from anyio.abc import Process
 from toolweave import process_group
-from toolweave.processes import ProcessTree
+from toolweave.processes import ProcessTree, protect_host
 
 pytestmark = [
     pytest.mark.anyio,
@@ -107,3 +108,24 @@ async def test_a_tree_finds_its_processes_by_tag_after_the_root_is_gone() -> Non
     assert tree.kill_now()
     assert not _alive(escaped)
     assert not tree.alive()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+async def test_a_process_group_marks_the_host_not_dumpable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before it starts a command the host is marked not dumpable (its /proc files are
+    closed to the command's user), unless TOOLWEAVE_HOST_DUMPABLE=1."""
+    import ctypes
+
+    prctl = ctypes.CDLL(None).prctl
+    prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE 1, as an ordinary process starts
+    monkeypatch.setenv("TOOLWEAVE_HOST_DUMPABLE", "1")
+    async with process_group(["true"]) as proc:
+        await proc.wait()
+    assert prctl(3, 0, 0, 0, 0) == 1  # PR_GET_DUMPABLE: left as it was
+    monkeypatch.delenv("TOOLWEAVE_HOST_DUMPABLE")
+    async with process_group(["true"]) as proc:
+        await proc.wait()
+    assert prctl(3, 0, 0, 0, 0) == 0
+    assert protect_host() is True

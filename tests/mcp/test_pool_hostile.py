@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -344,3 +345,19 @@ async def test_a_flood_on_stderr_is_cut_back_to_its_end(
         await eventually(lambda: stderr.stat().st_size <= 4 * 1024 * 1024, within=10)
         assert (await anyio.Path(stderr).read_bytes()).rstrip().endswith(b"the last words")
         assert (await session.call("mcp__s__echo", {})).text == "ok"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+async def test_starting_a_stdio_server_marks_the_host_not_dumpable(
+    tmp_path: Path, host_session: Callable[..., Session]
+) -> None:
+    """A stdio server runs as the host's user: before it starts, the host is marked not
+    dumpable, so the server cannot read the host's /proc/<pid>/environ or memory."""
+    import ctypes
+
+    prctl = ctypes.CDLL(None).prctl
+    prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE 1, as an ordinary process starts
+    config = _spec_server(tmp_path / "spec.json", {"tools": [ECHO]})
+    async with MCPPool(host_session(), {"s": config}) as pool:
+        assert await pool.wait_online("s")
+        assert prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -48,21 +49,65 @@ import anyio
 from anyio.abc import Process
 
 __all__ = [
+    "DUMPABLE_VARIABLE",
     "TAG_VARIABLE",
     "ProcessTree",
     "boot_id",
     "kill_process_group",
     "process_alive",
     "process_group",
+    "protect_host",
     "start_ticks",
 ]
 
 TAG_VARIABLE: Final = "TOOLWEAVE_PROCESS_TREE"
 """The environment variable that marks every process of a :class:`ProcessTree`."""
 
+DUMPABLE_VARIABLE: Final = "TOOLWEAVE_HOST_DUMPABLE"
+"""Set to ``1`` to keep :func:`protect_host` from marking the host not dumpable."""
+
 _PROC = Path("/proc")
+_PR_SET_DUMPABLE: Final = 4
+_prctl: Any = None
 _KILL_ROUNDS = 50
 """SIGKILL rounds at most before :meth:`ProcessTree.kill_now` gives up on a fork bomb."""
+
+
+# -- the host ---------------------------------------------------------------------------
+
+
+def protect_host() -> bool:
+    """Keep the processes this host starts out of its start-up environment and memory.
+
+    On Linux any process of the same user may read ``/proc/<pid>/environ`` of another,
+    the environment it was started with (where API keys usually are), and, where
+    ``ptrace`` is allowed, its memory. Commands and servers started for a model run as
+    the host's user, so toolweave calls this before it starts one (the shell pack's
+    commands, :func:`process_group`, stdio MCP servers): the host is marked not dumpable
+    (``prctl(PR_SET_DUMPABLE, 0)``), which gives those files to root. The processes it
+    starts are dumpable again from their ``exec``, so nothing changes for them.
+
+    The cost falls on the host: it leaves no core dump, and a debugger or profiler that
+    attaches to it (``gdb -p``, ``py-spy``) needs root. Set ``TOOLWEAVE_HOST_DUMPABLE=1``
+    to leave the host as it is. Elsewhere than Linux this does nothing.
+
+    Returns:
+        Whether the host is now protected.
+    """
+    global _prctl
+    if not sys.platform.startswith("linux") or os.environ.get(DUMPABLE_VARIABLE) == "1":
+        return False
+    if _prctl is None:
+        import ctypes
+
+        try:
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            _prctl = False
+    if _prctl is False:
+        return False
+    # Every time: whatever reset it (a change of user, a library) is undone before a start.
+    return bool(_prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
 
 
 # -- reading /proc ----------------------------------------------------------------------
@@ -365,6 +410,7 @@ async def process_group(
         ``async with process_group(["make", "test"], stdout=PIPE) as proc: ...``
     """
     tree: ProcessTree | None = None
+    protect_host()
     if os.name == "posix":
         kwargs["start_new_session"] = True
         tag, kwargs["env"] = ProcessTree.tag_environment(kwargs.get("env"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,3 +94,65 @@ async def test_a_host_environment_resource_is_used_as_given(
         "TW_SET",
         "TOOLWEAVE_PROCESS_TREE",
     }
+
+
+_READ_HOST = r"""
+import asyncio, ctypes, json, os, sys
+import toolweave
+
+workspace = sys.argv[1]
+toolset = toolweave.load_packs(include=["shell"]).build()
+
+
+async def main():
+    session = toolset.session(workspace=workspace)
+    warm = await session.call("bash", {"command": "true"})  # every import done as root
+    assert warm.error is None, warm.text
+    # Become an ordinary user's process: another user, and dumpable as such a process is.
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
+    for command in (f"cat /proc/{os.getpid()}/environ", "cat /proc/$PPID/environ"):
+        result = await session.call("bash", {"command": command})
+        print(json.dumps({"text": result.text}))
+    await session.aclose()
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0,
+    reason="needs Linux and root, to run the host as an ordinary user of its own",
+)
+async def test_a_command_cannot_read_the_host_start_up_environment() -> None:
+    """A command runs as the host's user, who may read any of that user's processes'
+    /proc/<pid>/environ: the environment the host was started with, API keys included.
+    The host is not dumpable while it runs commands, so the command is refused."""
+    import json
+    import shutil
+    import tempfile
+
+    import anyio
+
+    # Under /tmp itself: pytest's folders are closed to other users.
+    workspace = tempfile.mkdtemp(prefix="tw-environ-", dir="/tmp")
+    os.chmod(workspace, 0o777)
+    env = {**os.environ, "OPENAI_API_KEY": "sk-host-start-up-secret"}
+    env.pop("TOOLWEAVE_HOST_DUMPABLE", None)
+    try:
+        with anyio.fail_after(120):
+            done = await anyio.run_process(
+                [sys.executable, "-c", _READ_HOST, workspace], env=env, check=False
+            )
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    answers = [json.loads(line)["text"] for line in out.splitlines() if line.startswith("{")]
+    assert len(answers) == 2, out
+    for text in answers:
+        assert "sk-host-start-up-secret" not in text
+        assert "environ: Permission denied" in text, text

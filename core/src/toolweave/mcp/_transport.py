@@ -15,6 +15,7 @@ import anyio
 
 from toolweave.mcp._config import ServerConfig
 from toolweave.mcp._listing import ListingGuard
+from toolweave.processes import protect_host
 
 __all__ = ["STOP_GRACE", "open_target"]
 
@@ -82,6 +83,7 @@ async def _stdio(
     killed at once; otherwise it gets :data:`STOP_GRACE` seconds after stdin closes."""
     from mcp.client.stdio import stdio_client
 
+    protect_host()
     transport = stdio_client(params) if errlog is None else stdio_client(params, errlog=errlog)
     if not _hook_spawn():
         async with transport as streams:

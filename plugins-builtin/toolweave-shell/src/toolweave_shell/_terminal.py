@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.abc
-from toolweave.processes import ProcessTree, boot_id, process_alive
+from toolweave.processes import ProcessTree, boot_id, process_alive, protect_host
 
 __all__ = [
     "BackgroundProcess",
@@ -199,6 +199,7 @@ class LocalTerminal(Terminal):
 
     async def run(self, command: str, *, cwd: Path, env: Mapping[str, str]) -> RunningCommand:
         """See :meth:`Terminal.run`."""
+        protect_host()
         tag, tagged = ProcessTree.tag_environment(env)
         try:
             with anyio.CancelScope(shield=True):
@@ -230,6 +231,7 @@ class LocalTerminal(Terminal):
     ) -> BackgroundProcess:
         """See :meth:`Terminal.spawn`."""
         output.parent.mkdir(parents=True, exist_ok=True)
+        protect_host()
         tag, tagged = ProcessTree.tag_environment(env)
         ends = [self.shell, "-c", _RECORD_END, self.shell, command, str(exit_file(output))]
         with open(output, "ab") as sink:
