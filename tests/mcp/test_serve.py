@@ -697,3 +697,111 @@ def test_the_id_of_a_message_too_deep_to_parse_is_read_at_the_top_level_only() -
     assert _top_level_id('{"x":' + deep + "}") is None
     assert _top_level_id('{"id":true}') is None
     assert _top_level_id("[1]") is None
+
+
+# -- stdio: the end of the input does not lose answers -----------------------------------
+
+
+def _request(request_id: int, method: str, params: dict[str, Any] | None = None) -> str:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message)
+
+
+def _nap(request_id: int, seconds: float) -> str:
+    return _request(request_id, "tools/call", {"name": "nap", "arguments": {"seconds": seconds}})
+
+
+def _run_to_eof(
+    args: list[str], lines: list[str], workspace: Path, stdin: str = "pipe"
+) -> tuple[int, list[dict[str, Any]], str]:
+    """Start a stdio server, give it the initialize handshake and ``lines``, end its
+    input (closed pipe, or the end of a file) and read everything it writes until it
+    exits: its exit code, its replies and its standard error."""
+    sent = [
+        json.dumps(INITIALIZE),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        *lines,
+    ]
+    text = "\n".join(sent) + "\n"
+    source = workspace / "input.jsonl"
+    source.write_text(text)
+    with source.open() as file:
+        proc = subprocess.Popen(
+            [PY, *args],
+            stdin=subprocess.PIPE if stdin == "pipe" else file,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_worktree_env(),
+            text=True,
+        )
+        try:
+            out, err = proc.communicate(text if stdin == "pipe" else None, timeout=60)
+        finally:
+            if proc.poll() is None:  # a hang guard only
+                proc.kill()
+                proc.communicate()
+    return proc.returncode, [json.loads(line) for line in out.splitlines()], err
+
+
+@pytest.mark.parametrize("stdin", ["pipe", "file"])
+def test_stdio_answers_the_requests_read_before_the_end_of_input(
+    stdin: str, tmp_path: Path
+) -> None:
+    """A client that writes its requests and closes the pipe gets every answer: the
+    requests still being handled at the end of the input (a tool call that sleeps, a
+    ping behind it) are finished and answered before the server exits. Before, the
+    call got -32000 "Connection closed" and the ping no answer at all."""
+    lines = [_nap(2, 1), _request(3, "ping"), _request(4, "tools/call", {"name": "echo",
+             "arguments": {"text": "last"}})]  # fmt: skip
+    code, replies, err = _run_to_eof(
+        [*DEMO_ARGS, "--workspace", str(tmp_path)], lines, tmp_path, stdin
+    )
+    assert code == 0, err
+    answers = {r["id"]: r for r in replies}
+    assert sorted(answers) == [1, 2, 3, 4], replies
+    assert answers[2]["result"]["content"][0]["text"] == "rested"
+    assert answers[3]["result"] == {}
+    assert answers[4]["result"]["content"][0]["text"] == "last"
+    assert not (tmp_path / "nap-cancelled").exists()
+
+
+def test_stdio_does_not_wait_at_the_end_of_input_for_a_cancelled_request(
+    tmp_path: Path,
+) -> None:
+    """A request the client cancelled is not answered (MCP), so the end of the input
+    does not wait for it: the server exits long before the call would end, the call is
+    stopped, and the other requests are answered."""
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    lines = [_nap(2, 600), _request(3, "ping"), json.dumps(cancel)]
+    code, replies, err = _run_to_eof(
+        [*DEMO_ARGS, "--workspace", str(tmp_path)], lines, tmp_path
+    )  # the hang guard (60 s) is far below the nap and the grace (125 s)
+    assert code == 0, err
+    assert sorted(r["id"] for r in replies) == [1, 3], replies
+    assert (tmp_path / "nap-cancelled").exists()
+
+
+def test_stdio_stops_waiting_for_answers_after_the_grace_period(tmp_path: Path) -> None:
+    """At the end of the input a call that outlasts the grace period does not keep the
+    server alive: it is stopped (answered with -32000), a warning says so, and the
+    server exits."""
+    code = (
+        "import anyio, sys\n"
+        "from toolweave.mcp import SessionServer\n"
+        "from toolweave.plugins import PackManager\n"
+        "import demo_pack\n"
+        "manager = PackManager()\n"
+        "manager.add('demo', demo_pack.pack)\n"
+        "session = manager.build().session(workspace=sys.argv[1])\n"
+        "anyio.run(SessionServer(session, eof_grace=1).run_stdio)\n"
+    )
+    lines = [_nap(2, 600), _request(3, "ping")]
+    status, replies, err = _run_to_eof(["-c", code, str(tmp_path)], lines, tmp_path)
+    assert status == 0, err
+    answers = {r["id"]: r for r in replies}
+    assert sorted(answers) == [1, 2, 3], replies
+    assert answers[2]["error"]["code"] == -32000
+    assert "1 request(s) unanswered after 1 s" in err
+    assert (tmp_path / "nap-cancelled").exists()

@@ -103,7 +103,9 @@ def serve(
     given, and answers only requests whose Host (and Origin, when sent) name the
     address it is bound to or localhost, so that web pages cannot reach it through
     DNS rebinding. Ctrl-C stops it (exit 0), over stdio and HTTP alike; over stdio so
-    does the end of its input (the client closing the pipe, or Ctrl-D on a terminal).
+    does the end of its input (the client closing the pipe, or Ctrl-D on a terminal),
+    once the requests already read are answered (each call ends by its tool's timeout
+    at the latest).
 
     With --center (or $TOOLWEAVE_CENTER) the served session is under the registry
     center as --role: a tool the operators disable leaves the listing within a second
@@ -145,7 +147,14 @@ def serve(
         ):
             tg.start_soon(watch_plugins, loaded)
             if address is None:
-                stopper = terminal.close if terminal is not None else tg.cancel_scope.cancel
+
+                def stopper() -> None:
+                    # Ctrl-C stops at once: the end of the input alone would let the
+                    # calls in flight finish first.
+                    if terminal is not None:
+                        terminal.close()
+                    tg.cancel_scope.cancel()
+
                 await tg.start(_stop_on_interrupt, stopper)
                 err.print(f"serving {count()} tools over MCP on stdio")
                 if terminal is not None:
@@ -184,8 +193,8 @@ def serve(
 async def _stop_on_interrupt(
     stop: Callable[[], object], *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
 ) -> None:
-    """Call ``stop`` on the first Ctrl-C (SIGINT): the stdio server then ends as when its
-    client goes away, and the command exits with 0."""
+    """Call ``stop`` on the first Ctrl-C (SIGINT): the server stops without waiting for
+    the calls in flight, and the command exits with 0."""
     if sys.platform == "win32":  # pragma: no cover - no signal receivers there
         task_status.started()
         return

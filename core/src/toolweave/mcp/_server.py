@@ -39,6 +39,10 @@ logger = logging.getLogger("toolweave.mcp")
 MAX_LEGACY_CONNECTIONS = 1024
 """Most 2025-era connections remembered for out-of-band list_changed notifications."""
 
+EOF_MARGIN = 5.0
+"""Seconds added to the longest tool timeout for the stdio server's wait at the end of
+its input (see :meth:`SessionServer.run_stdio`)."""
+
 
 class _Server(Server[Any]):
     """The SDK's low-level server, announcing ``tools.listChanged`` to 2025-era clients."""
@@ -79,6 +83,9 @@ class SessionServer:
             by default when the environment sets ``TOOLWEAVE_OTEL=1``. Either way, the
             W3C trace context a client sends in a request's ``params._meta`` is read
             (by the MCP SDK's server middleware), so the call's spans are its children.
+        eof_grace: Over stdio, seconds the requests read before the end of the input
+            have to be answered (see :meth:`run_stdio`); by default the longest
+            timeout of the session's tools plus 5 s.
     """
 
     def __init__(
@@ -90,6 +97,7 @@ class SessionServer:
         instructions: str | None = None,
         watch_interval: float = 0.1,
         telemetry: bool | None = None,
+        eof_grace: float | None = None,
     ) -> None:
         from toolweave import __version__
 
@@ -102,6 +110,7 @@ class SessionServer:
                 TelemetryHook().attach(session)
         self.session = session
         self.watch_interval = watch_interval
+        self.eof_grace = eof_grace
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
         self._legacy: dict[int, Any] = {}
@@ -200,13 +209,34 @@ class SessionServer:
     # -- transports -------------------------------------------------------------------
 
     async def run_stdio(self) -> None:
-        """Serve on this process's stdin and stdout until the client closes the pipe."""
+        """Serve on this process's stdin and stdout until the client closes the pipe.
+
+        The requests read before the end of the input are still answered: the server
+        stops once each has its answer written (or was cancelled by the client), or
+        after :meth:`eof_grace_seconds`, whichever comes first. A client that writes
+        its requests and closes the pipe gets every answer, since a call ends by its
+        tool's timeout at the latest.
+        """
         from toolweave.mcp._stdio import stdio_streams
 
-        async with stdio_streams() as (read, write), anyio.create_task_group() as tg:
+        grace = self.eof_grace_seconds()
+        async with stdio_streams(grace) as (read, write), anyio.create_task_group() as tg:
             tg.start_soon(self.watch)
             await self.server.run(read, write, self.server.create_initialization_options())
             tg.cancel_scope.cancel()
+
+    def eof_grace_seconds(self) -> float:
+        """How long :meth:`run_stdio` waits at the end of its input for the answers of
+        the requests it has read: ``eof_grace`` when given, else the longest timeout of
+        the session's tools (built-in and external, 120 s by default) plus 5 s."""
+        if self.eof_grace is not None:
+            return self.eof_grace
+        session = self.session
+        longest = max(session.default_timeout, session.external_timeout)
+        for entry in [*session.toolset.entries, *session.external.values()]:
+            if entry.timeout is not None:
+                longest = max(longest, entry.timeout)
+        return longest + EOF_MARGIN
 
     def http_app(
         self, host: str = "127.0.0.1", path: str = "/mcp", port: int | None = None

@@ -19,6 +19,13 @@ request) for JSON that is not a message, with the request's id when it can be re
 string nor an integer (null included), which the SDK takes for a notification, gets
 ``-32600`` with id null too (only on pipes, where the line is known). Blank lines are
 skipped.
+
+At the end of the input (the client closed the pipe, maybe right after writing its last
+requests) the requests already read are still served: the input ends for the server
+only once each of them is answered (a request the client cancelled counts as
+answered), or after ``grace`` seconds, whichever comes first; the answers are written
+and flushed before the streams are given back. With nothing unanswered the input ends
+at once.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import os
 import re
 import stat
 import sys
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -50,21 +57,116 @@ BAD_ID = "Invalid Request: the id must be a string or an integer"
 
 
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """``(read_stream, write_stream)`` of MCP messages over this process's stdin/stdout."""
+async def stdio_streams(grace: float = 30.0) -> AsyncIterator[tuple[Any, Any]]:
+    """``(read_stream, write_stream)`` of MCP messages over this process's stdin/stdout.
+
+    Args:
+        grace: Seconds the requests read before the end of the input have to be
+            answered; the read stream ends when they all are, or when this runs out.
+    """
     from mcp.server.stdio import stdio_server
 
+    unanswered = _Unanswered()
     pipes = _Pipes.claim()
     if pipes is None:
         async with stdio_server() as (read, write):
-            yield _Answering(read, write, None), write
+            watched = _AnswerWatch(write, unanswered)
+            yield _Answering(read, write, None, unanswered, grace), watched
         return
     try:
         lines, out = await pipes.open()
         async with stdio_server(stdin=lines, stdout=out) as (read, write):  # type: ignore[arg-type]
-            yield _Answering(read, write, lines.pending), write
+            watched = _AnswerWatch(write, unanswered)
+            yield _Answering(read, write, lines.pending, unanswered, grace), watched
     finally:
         await pipes.release()
+
+
+class _Unanswered:
+    """The requests read from the client that the server has not answered yet.
+
+    Ids are compared as text, as the SDK matches a cancellation to its request.
+    """
+
+    def __init__(self) -> None:
+        self._ids: Counter[str] = Counter()
+        self._changed: anyio.Event | None = None
+
+    def __len__(self) -> int:
+        return self._ids.total()
+
+    def read(self, message: Any) -> None:
+        """Note a message read from the client."""
+        import mcp.types as types
+
+        if isinstance(message, types.JSONRPCRequest):
+            self._ids[str(message.id)] += 1
+        elif (
+            isinstance(message, types.JSONRPCNotification)
+            and message.method == "notifications/cancelled"
+            and isinstance(message.params, dict)
+        ):
+            # The SDK does not answer a request its client cancelled.
+            self._settle(message.params.get("requestId"))
+
+    def written(self, message: Any) -> None:
+        """Note a message written to the client."""
+        import mcp.types as types
+
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self._settle(message.id)
+
+    def _settle(self, request_id: object) -> None:
+        if request_id is None:
+            return
+        key = str(request_id)
+        if self._ids[key] > 0:
+            self._ids[key] -= 1
+            if self._ids[key] == 0:
+                del self._ids[key]
+            if self._changed is not None:
+                self._changed.set()
+
+    async def wait(self, grace: float) -> None:
+        """Return once every request read is answered, or after ``grace`` seconds."""
+        with anyio.move_on_after(grace):
+            while self._ids:
+                self._changed = anyio.Event()
+                await self._changed.wait()
+        if self._ids:
+            logger.warning(
+                "standard input closed; exiting with %d request(s) unanswered after %g s",
+                len(self),
+                grace,
+            )
+
+
+class _AnswerWatch:
+    """The SDK's write stream, noting the answers that go through it."""
+
+    def __init__(self, inner: Any, unanswered: _Unanswered) -> None:
+        self._inner = inner
+        self._unanswered = unanswered
+
+    async def send(self, item: Any) -> None:
+        try:
+            await self._inner.send(item)
+        finally:  # handed over, or never will be: either way nothing more to wait for
+            self._unanswered.written(getattr(item, "message", None))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _AnswerWatch:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc_info)
+        return result
 
 
 class _Answering:
@@ -74,12 +176,24 @@ class _Answering:
     The SDK's reader sends exactly one item (a message or an exception) per line, in
     order, so ``pending`` (the lines handed to it, when known) pairs each exception
     with its line.
+
+    At the end of the input the stream ends only once the requests read are answered
+    (see ``unanswered``), or ``grace`` seconds later.
     """
 
-    def __init__(self, inner: Any, write: Any, pending: deque[str] | None) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        write: Any,
+        pending: deque[str] | None,
+        unanswered: _Unanswered | None = None,
+        grace: float = 0.0,
+    ) -> None:
         self._inner = inner
         self._write = write
         self._pending = pending
+        self._unanswered = unanswered
+        self._grace = grace
 
     @property
     def last_context(self) -> Any:
@@ -110,13 +224,20 @@ class _Answering:
 
     async def receive_any(self) -> Any:
         """The next message, or the exception standing for a line answered here."""
-        item = await self._inner.__anext__()
+        try:
+            item = await self._inner.__anext__()
+        except StopAsyncIteration:
+            if self._unanswered is not None and self._unanswered:
+                await self._unanswered.wait(self._grace)
+            raise
         line = self._pending.popleft() if self._pending else None
         if isinstance(item, Exception):
             await self._answer(error_for(line, item))
         elif line is not None and _request_with_bad_id(item, line):
             await self._answer(_error(INVALID_REQUEST, BAD_ID))
             return ValueError(BAD_ID)
+        elif self._unanswered is not None:
+            self._unanswered.read(getattr(item, "message", None))
         return item
 
     async def _answer(self, error: Any) -> None:
