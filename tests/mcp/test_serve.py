@@ -574,6 +574,81 @@ def test_wildcard_addresses_allow_the_machine_names_and_loopback_only() -> None:
     assert set(settings.allowed_origins) == {f"http://{h}" for h in settings.allowed_hosts}
 
 
+def _sse_result(response: Any) -> dict[str, Any]:
+    """The JSON-RPC message of a POST's answer (an SSE stream or JSON)."""
+    if response.headers["content-type"].startswith("application/json"):
+        return dict(response.json())
+    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    return dict(json.loads(next(d for d in data if d)))
+
+
+def test_http_refuses_requests_whose_id_is_not_a_string_or_an_integer(tmp_path: Path) -> None:
+    """Over HTTP a request whose id is null, a boolean, a fraction, an object or an
+    array was taken for a notification: 202, no body, never run. It now gets 400 with
+    a JSON-RPC error (-32600, id null); real notifications and responses stay 202,
+    the body limit and the Host check still come first, and the session goes on."""
+    import httpx2 as httpx
+
+    headers = {"Accept": "application/json, text/event-stream"}
+    with (
+        serving_http(tmp_path, "127.0.0.1", _worktree_env()) as url,
+        httpx.Client(timeout=30, headers=headers) as client,
+    ):
+        opened = client.post(url, json=INITIALIZE)
+        assert opened.status_code == 200
+        session = {
+            "Mcp-Session-Id": opened.headers["mcp-session-id"],
+            "Mcp-Protocol-Version": "2025-11-25",
+        }
+
+        def post(message: Any, **extra: str) -> Any:
+            return client.post(url, json=message, headers={**session, **extra})
+
+        assert post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
+        expected = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": "Invalid Request: the id must be a string or an integer",
+            },
+        }
+        for bad in (None, True, 1.5, {}, []):
+            answer = post({"jsonrpc": "2.0", "id": bad, "method": "tools/list"})
+            assert answer.status_code == 400, (bad, answer.text)
+            assert answer.headers["content-type"] == "application/json"
+            assert answer.json() == expected
+        bad_call = {"jsonrpc": "2.0", "id": None, "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": "x"}}}  # fmt: skip
+        assert post(bad_call).status_code == 400
+        # A notification (no "id") and a response (an error with id null) stay 202.
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": 99, "reason": "none"}}  # fmt: skip
+        assert post(cancel).status_code == 202
+        response = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "x"}}
+        assert post(response).status_code == 202
+        # The body limit (4 MiB) and the Host check answer before the id is looked at.
+        bad_list = {"jsonrpc": "2.0", "id": None, "method": "tools/list"}
+        padded = {**bad_list, "params": {"pad": "x" * (4 * 1024 * 1024)}}
+        assert post(padded).status_code == 413
+        assert post(bad_list, Host="evil.example:80").status_code == 421
+        # The session still serves.
+        echoed = post(
+            {
+                "jsonrpc": "2.0",
+                "id": 9,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "still here"}},
+            }
+        )
+        assert echoed.status_code == 200
+        result = _sse_result(echoed)
+        assert result["id"] == 9
+        assert result["result"]["content"][0]["text"] == "still here"
+        listed = _sse_result(post({"jsonrpc": "2.0", "id": "s", "method": "tools/list"}))
+        assert "echo" in {tool["name"] for tool in listed["result"]["tools"]}
+
+
 # -- stdio: lines that are not JSON-RPC messages are answered ------------------------------
 
 
@@ -753,8 +828,11 @@ def test_stdio_answers_the_requests_read_before_the_end_of_input(
     requests still being handled at the end of the input (a tool call that sleeps, a
     ping behind it) are finished and answered before the server exits. Before, the
     call got -32000 "Connection closed" and the ping no answer at all."""
-    lines = [_nap(2, 1), _request(3, "ping"), _request(4, "tools/call", {"name": "echo",
-             "arguments": {"text": "last"}})]  # fmt: skip
+    lines = [
+        _nap(2, 1),
+        _request(3, "ping"),
+        _request(4, "tools/call", {"name": "echo", "arguments": {"text": "last"}}),
+    ]
     code, replies, err = _run_to_eof(
         [*DEMO_ARGS, "--workspace", str(tmp_path)], lines, tmp_path, stdin
     )

@@ -248,10 +248,20 @@ class SessionServer:
         when ``port`` is ``None``), and its ``Origin``, when sent, is ``http://`` one of
         those; on a wildcard address (``0.0.0.0``, ``::``) the machine's host name and
         its addresses count as ``host``. Other requests get 421 (Host) or 403 (Origin).
+
+        A request body is read up to 4 MiB (larger: 413). A POST whose body is a
+        request with an id that is not a string or an integer gets 400 with a JSON-RPC
+        error (``-32600``, id null) rather than being taken for a notification (202)
+        and never run.
         """
-        return self.server.streamable_http_app(
-            streamable_http_path=path, transport_security=security_settings(host, port)
+        from toolweave.mcp._http import MAX_BODY, RefuseBadIds
+
+        security = security_settings(host, port)
+        app = self.server.streamable_http_app(
+            streamable_http_path=path, transport_security=security, max_request_body_size=MAX_BODY
         )
+        app.add_middleware(RefuseBadIds, path=path, security=security, max_body=MAX_BODY)
+        return app
 
     async def run_http(
         self,

@@ -280,6 +280,19 @@ def _request_with_bad_id(item: Any, line: str) -> bool:
     return isinstance(data, dict) and "id" in data
 
 
+def has_bad_id(data: object) -> bool:
+    """Whether the parsed message ``data`` is a request (``"jsonrpc": "2.0"``, a string
+    ``method``) whose ``id`` is neither a string nor an integer: what the SDK takes for
+    a notification (see ``_request_with_bad_id``). A response is never one."""
+    return (
+        isinstance(data, dict)
+        and data.get("jsonrpc") == "2.0"
+        and isinstance(data.get("method"), str)
+        and "id" in data
+        and not _valid_id(data["id"])
+    )
+
+
 def error_for(line: str | None, exc: Exception) -> Any:
     """The JSON-RPC error answering ``line``, which the SDK refused with ``exc``."""
     if line is None:  # the SDK's own transport: only the exception is known
