@@ -63,6 +63,19 @@ class _NewerStore(Exception):
     """The file is ours, written by a newer toolweave: never moved aside, not opened."""
 
 
+class _Moved(Exception):
+    """The path no longer names the file the connection has open (deleted or replaced)."""
+
+
+def _file_id(path: str | Path) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path`` (``None``: there is none)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino)
+
+
 def _is_damage(exc: BaseException) -> bool:
     """Whether ``exc`` means the file is unusable (as opposed to locked, read-only, ...)."""
     if isinstance(exc, _Unusable):
@@ -137,6 +150,11 @@ class SQLiteStateStore:
     A missing file is created by the first save, not before: reading a store that
     holds nothing yet (a session's first calls in a new workspace) creates nothing.
 
+    A file deleted or replaced (another file renamed over it) while open is not written
+    or read any more: each read, and each save once it holds the write lock, checks
+    that :attr:`path` still names the open file, and otherwise opens the file there now
+    (a save creates it) with a warning in the log.
+
     Args:
         path: The database file; its folder is created with it when missing.
         busy_timeout: Seconds to wait for another process's write lock.
@@ -148,6 +166,7 @@ class SQLiteStateStore:
         self._lock = threading.Lock()
         self._holder: list[sqlite3.Connection | None] = [None]
         self._identity: tuple[int, int] | None = None
+        """The file the connection has open (device, inode)."""
         self._writes = 0
         """Saves through this store (``PRAGMA data_version`` does not count them)."""
         self._closed = False
@@ -200,14 +219,9 @@ class SQLiteStateStore:
     def _names_its_file(self) -> bool:
         """Whether :attr:`path` still names the file this store has open (``True``
         when it has none open yet)."""
-        identity = self._identity
-        if identity is None or self._holder[0] is None:
+        if self._identity is None or self._holder[0] is None:
             return True
-        try:
-            stat = os.stat(self.path)
-        except OSError:
-            return False
-        return (stat.st_dev, stat.st_ino) == identity
+        return _file_id(self.path) == self._identity
 
     def __repr__(self) -> str:
         return f"<SQLiteStateStore {str(self.path)!r}>"
@@ -239,7 +253,7 @@ class SQLiteStateStore:
             conn.execute("PRAGMA journal_mode=WAL").fetchone()
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("SELECT version FROM state LIMIT 1").fetchall()
-            stat = os.stat(self.path)
+            identity = _file_id(self.path)
         except Exception as exc:
             conn.close()
             if not _is_read_only(exc) or not self.path.exists():
@@ -248,7 +262,7 @@ class SQLiteStateStore:
         except BaseException:
             conn.close()
             raise
-        self._identity = (stat.st_dev, stat.st_ino)
+        self._identity = identity
         self._read_only = False
         return conn
 
@@ -260,7 +274,7 @@ class SQLiteStateStore:
         try:
             self._check_or_create(conn)
             conn.execute("SELECT version FROM state LIMIT 1").fetchall()
-            stat = os.stat(self.path)
+            identity = _file_id(self.path)
         except BaseException:
             conn.close()
             raise
@@ -270,7 +284,7 @@ class SQLiteStateStore:
                 "fail until it may be written again",
                 self.path,
             )
-        self._identity = (stat.st_dev, stat.st_ino)
+        self._identity = identity
         self._read_only = True
         return conn
 
@@ -358,11 +372,7 @@ class SQLiteStateStore:
         self._writes += 1  # a new connection counts data_version afresh
         _close_quietly(self._holder)
         with exclusive(self._lock_path, self.busy_timeout):
-            try:
-                stat = os.stat(self.path)
-            except FileNotFoundError:
-                stat = None
-            if stat is not None and (stat.st_dev, stat.st_ino) == failed:
+            if failed is not None and _file_id(self.path) == failed:
                 self._quarantine(reason)
             conn = self._open_locked()
         self._holder[0] = conn
@@ -373,7 +383,9 @@ class SQLiteStateStore:
         false (nothing is stored then). Called with ``self._lock`` held."""
         conn = self._holder[0]
         if conn is not None:
-            return conn
+            if self._names_its_file():
+                return conn
+            self._drop_moved()
         if self._closed:
             raise sqlite3.ProgrammingError(f"state store {self.path} is closed")
         if not self.path.exists():
@@ -383,6 +395,18 @@ class SQLiteStateStore:
         with exclusive(self._lock_path, self.busy_timeout):
             conn = self._holder[0] = self._open_locked()
         return conn
+
+    def _drop_moved(self) -> None:
+        """Close the connection to a file the path no longer names (deleted or replaced
+        by another file): what it reads is stale and what it writes reaches no other
+        process, and no later one. The next use opens the file at the path (or, for a
+        save, creates one)."""
+        logger.warning(
+            "state store %s was deleted or replaced while open; using the file now at that path",
+            self.path,
+        )
+        self._writes += 1  # a new connection counts data_version afresh
+        _close_quietly(self._holder)
 
     # -- the interface --------------------------------------------------------------
 
@@ -451,17 +475,26 @@ class SQLiteStateStore:
                 raise sqlite3.OperationalError(
                     f"state store {self.path} may not be written (read-only file or folder)"
                 )
-            for attempt in (1, 2):
+            for attempt in (1, 2, 3):
                 try:
                     return self._write(conn, session_id, changes, expected or {})
+                except _Moved:
+                    if attempt == 3:
+                        raise sqlite3.OperationalError(
+                            f"state store {self.path} was deleted or replaced during each "
+                            "of three saves; nothing was saved"
+                        ) from None
+                    self._drop_moved()
+                    conn = self._conn(True)
+                    assert conn is not None
                 except sqlite3.DatabaseError as exc:
-                    if attempt == 2 or not _is_damage(exc):
+                    if attempt == 3 or not _is_damage(exc):
                         raise
                     conn = self._recover(str(exc))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    @staticmethod
     def _write(
+        self,
         conn: sqlite3.Connection,
         session_id: str,
         changes: Mapping[str, str | None],
@@ -469,6 +502,8 @@ class SQLiteStateStore:
     ) -> dict[str, int]:
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if not self._names_its_file():  # checked again once the write lock is held
+                raise _Moved
             current: dict[str, tuple[str | None, int]] = {}
             for key in {*changes, *expected}:
                 row = conn.execute(
