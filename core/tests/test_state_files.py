@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel
 from toolweave import Context, SQLiteStateStore, ToolSetBuilder, tool
-from toolweave.state import default_state_path
+from toolweave.state import StateConflict, StoredState, default_state_path
 
 pytestmark = pytest.mark.anyio
 
@@ -111,4 +111,53 @@ async def test_a_store_file_deleted_while_open_is_made_again_by_the_next_save(
     assert stored(tmp_path, "w") == [2]
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
+
+
+OTHER_WRITER = textwrap.dedent(
+    """
+    import sys
+    from toolweave.state import SQLiteStateStore
+    store = SQLiteStateStore(sys.argv[1])
+    print(store.load("s")["k"].value)
+    print(store.save("s", {"k": "other"}, expected={"k": int(sys.argv[2])})["k"])
+    store.close()
+    """
+)
+
+
+@pytest.mark.parametrize("deleted", [("-wal",), ("-shm",), ("-wal", "-shm")])
+def test_a_wal_or_shm_file_deleted_while_open_forks_no_history(
+    tmp_path: Path, deleted: tuple[str, ...]
+) -> None:
+    """``state.db-wal`` or ``-shm`` deleted while a store has them open (a clean-up
+    script): SQLite went on using the deleted files, so another process saw none of
+    this store's saves (or failed to open the store), and this store's compare-and-set
+    passed over the other process's save and overwrote it. The store now notices at its
+    next use, closes that connection (which writes what it committed into the database
+    file) and opens the files at the path: every acknowledged save is kept and the
+    compare-and-set holds again."""
+    path = tmp_path / "state.db"
+    store = SQLiteStateStore(path)
+    for n in (1, 2, 3):
+        store.save("s", {"k": str(n)})
+    for suffix in deleted:
+        Path(f"{path}{suffix}").unlink()
+    assert store.load("s") == {"k": StoredState("3", 3)}
+    assert store.save("s", {"k": "4"}, expected={"k": 3}) == {"k": 4}
+    other = subprocess.run(
+        [sys.executable, "-c", OTHER_WRITER, str(path), "4"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ.copy(),
+    )
+    assert other.stdout.split() == ["4", "5"], other.stderr
+    with pytest.raises(StateConflict):
+        store.save("s", {"k": "5"}, expected={"k": 4})
+    assert store.load("s") == {"k": StoredState("other", 5)}
+    store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    assert conn.execute("SELECT value, version FROM state").fetchall() == [("other", 5)]
     conn.close()

@@ -152,8 +152,9 @@ class SQLiteStateStore:
 
     A file deleted or replaced (another file renamed over it) while open is not written
     or read any more: each read, and each save once it holds the write lock, checks
-    that :attr:`path` still names the open file, and otherwise opens the file there now
-    (a save creates it) with a warning in the log.
+    that :attr:`path` still names the open file (and its ``-wal`` and ``-shm`` files the
+    ones SQLite has open), and otherwise closes the connection and opens the files
+    there now (a save creates them) with a warning in the log.
 
     Args:
         path: The database file; its folder is created with it when missing.
@@ -165,8 +166,9 @@ class SQLiteStateStore:
         self.busy_timeout = busy_timeout
         self._lock = threading.Lock()
         self._holder: list[sqlite3.Connection | None] = [None]
-        self._identity: tuple[int, int] | None = None
-        """The file the connection has open (device, inode)."""
+        self._identity: tuple[tuple[int, int] | None, ...] | None = None
+        """The files the connection has open (device, inode): the database, and for a
+        connection that may write its ``-wal`` and ``-shm`` files."""
         self._writes = 0
         """Saves through this store (``PRAGMA data_version`` does not count them)."""
         self._closed = False
@@ -221,7 +223,14 @@ class SQLiteStateStore:
         when it has none open yet)."""
         if self._identity is None or self._holder[0] is None:
             return True
-        return _file_id(self.path) == self._identity
+        return self._files(len(self._identity) > 1) == self._identity
+
+    def _files(self, sidecars: bool) -> tuple[tuple[int, int] | None, ...]:
+        """The files at :attr:`path` now: the database, with its ``-wal`` and ``-shm``
+        files when ``sidecars`` (SQLite keeps them, open, while a connection is)."""
+        if not sidecars:
+            return (_file_id(self.path),)
+        return tuple(_file_id(f"{self.path}{suffix}") for suffix in ("", "-wal", "-shm"))
 
     def __repr__(self) -> str:
         return f"<SQLiteStateStore {str(self.path)!r}>"
@@ -253,7 +262,7 @@ class SQLiteStateStore:
             conn.execute("PRAGMA journal_mode=WAL").fetchone()
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("SELECT version FROM state LIMIT 1").fetchall()
-            identity = _file_id(self.path)
+            identity = self._files(True)
         except Exception as exc:
             conn.close()
             if not _is_read_only(exc) or not self.path.exists():
@@ -274,7 +283,7 @@ class SQLiteStateStore:
         try:
             self._check_or_create(conn)
             conn.execute("SELECT version FROM state LIMIT 1").fetchall()
-            identity = _file_id(self.path)
+            identity = self._files(False)
         except BaseException:
             conn.close()
             raise
@@ -368,7 +377,7 @@ class SQLiteStateStore:
         """After damage showed on the open connection: move the file aside, but only if
         the path still names the file that failed (another process may have replaced it
         already), and reconnect."""
-        failed = self._identity
+        failed = self._identity[0] if self._identity else None
         self._writes += 1  # a new connection counts data_version afresh
         _close_quietly(self._holder)
         with exclusive(self._lock_path, self.busy_timeout):
@@ -402,7 +411,8 @@ class SQLiteStateStore:
         process, and no later one. The next use opens the file at the path (or, for a
         save, creates one)."""
         logger.warning(
-            "state store %s was deleted or replaced while open; using the file now at that path",
+            "state store %s or its -wal or -shm file was deleted or replaced while open; "
+            "using the files now at that path",
             self.path,
         )
         self._writes += 1  # a new connection counts data_version afresh
