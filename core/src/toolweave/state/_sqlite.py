@@ -151,10 +151,12 @@ class SQLiteStateStore:
     holds nothing yet (a session's first calls in a new workspace) creates nothing.
 
     A file deleted or replaced (another file renamed over it) while open is not written
-    or read any more: each read, and each save once it holds the write lock, checks
-    that :attr:`path` still names the open file (and its ``-wal`` and ``-shm`` files the
-    ones SQLite has open), and otherwise closes the connection and opens the files
-    there now (a save creates them) with a warning in the log.
+    any more: each save, once it holds the write lock, checks that :attr:`path` still
+    names the open file (and its ``-wal`` and ``-shm`` files the ones SQLite has open),
+    and otherwise closes the connection and opens the files there now (creating them)
+    with a warning in the log, then saves there, compared with what that file holds.
+    Reads do not check (three ``stat`` calls would double the cost of the read after
+    every call): until the next save they may show what the old file held.
 
     Args:
         path: The database file; its folder is created with it when missing.
@@ -392,9 +394,7 @@ class SQLiteStateStore:
         false (nothing is stored then). Called with ``self._lock`` held."""
         conn = self._holder[0]
         if conn is not None:
-            if self._names_its_file():
-                return conn
-            self._drop_moved()
+            return conn
         if self._closed:
             raise sqlite3.ProgrammingError(f"state store {self.path} is closed")
         if not self.path.exists():
