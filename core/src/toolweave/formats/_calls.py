@@ -92,6 +92,13 @@ def items_of(value: Any) -> list[Any]:
     return [value]
 
 
+def first(value: Any) -> Any:
+    """The first item of a list-like value (a reply's ``choices`` or ``candidates``),
+    the value itself when it is a single item, ``None`` when there is none."""
+    items = items_of(value)
+    return items[0] if items else None
+
+
 def parse_tool_calls(message: Any, provider_name: str = "openai") -> list[ToolCall]:
     """The tool calls in a model reply, in the order the model made them.
 

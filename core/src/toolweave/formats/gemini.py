@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolweave.formats._calls import ToolCall, get, items_of
+from toolweave.formats._calls import ToolCall, first, get, items_of
 from toolweave.formats._schema import UnsupportedSchemaError, resolve_ref, split_nullable
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ def declaration(d: ToolDefinition) -> dict[str, Any]:
 def _parts(message: Any) -> list[Any]:
     candidates = get(message, "candidates")
     if candidates:
-        message = get(candidates[0], "content")
+        message = get(first(candidates), "content")
     parts = get(message, "parts")
     return items_of(parts if parts is not None else message)
 

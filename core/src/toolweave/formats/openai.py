@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolweave.formats._calls import ToolCall, get, items_of
+from toolweave.formats._calls import ToolCall, first, get, items_of
 from toolweave.formats._frozen import Prefrozen
 from toolweave.formats._schema import untitled
 from toolweave.formats._strict import to_strict_schema
@@ -107,7 +107,7 @@ def parse_chat_calls(message: Any) -> list[ToolCall]:
     """
     choices = get(message, "choices")
     if choices:
-        message = get(choices[0], "message")
+        message = get(first(choices), "message")
     calls: list[ToolCall] = []
     for call in items_of(get(message, "tool_calls")):
         if (get(call, "type") or "function") != "function":
@@ -126,7 +126,7 @@ def chat_text(message: Any) -> str:
     """The text of an assistant message (or of a ``ChatCompletion``'s first choice)."""
     choices = get(message, "choices")
     if choices:
-        message = get(choices[0], "message")
+        message = get(first(choices), "message")
     content = get(message, "content")
     if isinstance(content, str):
         return content

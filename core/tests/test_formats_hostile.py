@@ -1,0 +1,77 @@
+"""Hostile model replies on the way back: ``run_tool_calls`` and the provider parsers
+never raise on a malformed reply and always answer with messages the provider accepts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toolweave import Kind, Session, ToolSetBuilder, tool
+from toolweave.formats import parse_tool_calls, reply_text, run_tool_calls
+
+pytest.importorskip("openai", reason="the openai SDK is not installed")
+pytest.importorskip("google.genai", reason="google-genai is not installed")
+
+from google.genai import types as genai
+from openai.types.chat import ChatCompletion
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@tool(kind=Kind.READ, blocking=False)
+def look(text: str = "") -> str:
+    """Look at the text.
+
+    Args:
+        text: What to look at.
+    """
+    return "saw " + text
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Session:
+    builder = ToolSetBuilder()
+    builder.add(look)
+    return builder.build().session(workspace=tmp_path)
+
+
+ODD_LISTS: list[Any] = [{"a": 1}, 5, 1.5, True, "x", b"x"]
+"""Values a reply may carry where a list (``choices``, ``candidates``) belongs."""
+
+
+@pytest.mark.parametrize("choices", ODD_LISTS)
+def test_openai_choices_that_are_not_a_list(choices: Any) -> None:
+    """A Chat Completions reply whose ``choices`` is not a list has no calls and no
+    text; nothing raises, from a dict or from an SDK object built without checks."""
+    for reply in ({"choices": choices}, ChatCompletion.model_construct(choices=choices)):
+        assert parse_tool_calls(reply, "openai") == []
+        assert reply_text(reply, "openai") == ""
+
+
+@pytest.mark.parametrize("candidates", ODD_LISTS)
+def test_gemini_candidates_that_are_not_a_list(candidates: Any) -> None:
+    """The same for a Gemini reply whose ``candidates`` is not a list."""
+    reply = {"candidates": candidates}
+    built = genai.GenerateContentResponse.model_construct(candidates=candidates)
+    for one in (reply, built):
+        assert parse_tool_calls(one, "gemini") == []
+        assert reply_text(one, "gemini") == ""
+
+
+@pytest.mark.anyio
+async def test_one_choice_or_candidate_given_as_a_mapping(session: Session) -> None:
+    """A single choice (candidate) given as a mapping instead of a one-item list is read
+    as that one item, as a single ``tool_calls`` entry or part already is."""
+    call = {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+    chat = {"choices": {"message": {"role": "assistant", "tool_calls": [call]}}}
+    assert await run_tool_calls(session, chat, "openai") == [
+        {"role": "tool", "tool_call_id": "c1", "content": "saw "}
+    ]
+    part = {"functionCall": {"id": "g1", "name": "look", "args": {}}}
+    gemini = {"candidates": {"content": {"role": "model", "parts": [part]}}}
+    (message,) = await run_tool_calls(session, gemini, "gemini")
+    assert message["parts"][0]["functionResponse"]["id"] == "g1"
