@@ -75,3 +75,69 @@ async def test_one_choice_or_candidate_given_as_a_mapping(session: Session) -> N
     gemini = {"candidates": {"content": {"role": "model", "parts": [part]}}}
     (message,) = await run_tool_calls(session, gemini, "gemini")
     assert message["parts"][0]["functionResponse"]["id"] == "g1"
+
+
+def _reply_with_id(provider: str, call_id: Any) -> dict[str, Any]:
+    """A reply of ``provider`` with one call of ``look`` whose id is ``call_id``."""
+    if provider == "openai":
+        call = {"id": call_id, "type": "function", "function": {"name": "look", "arguments": "{}"}}
+        return {"role": "assistant", "tool_calls": [call]}
+    if provider == "openai-responses":
+        item = {"type": "function_call", "call_id": call_id, "name": "look", "arguments": "{}"}
+        return {"output": [item]}
+    if provider == "anthropic":
+        block = {"type": "tool_use", "id": call_id, "name": "look", "input": {}}
+        return {"role": "assistant", "content": [block]}
+    part = {"functionCall": {"id": call_id, "name": "look", "args": {}}}
+    return {"candidates": [{"content": {"role": "model", "parts": [part]}}]}
+
+
+def _answer_id(provider: str, messages: list[dict[str, Any]]) -> Any:
+    """The call id the one answer in ``messages`` carries, after checking the messages
+    against the provider SDK's own types."""
+    from anthropic.types import MessageParam
+    from openai.types.chat import ChatCompletionToolMessageParam
+    from openai.types.responses import ResponseInputItemParam
+    from pydantic import TypeAdapter
+
+    (message,) = messages
+    if provider == "openai":
+        TypeAdapter(ChatCompletionToolMessageParam).validate_python(message, strict=True)
+        return message["tool_call_id"]
+    if provider == "openai-responses":
+        TypeAdapter(ResponseInputItemParam).validate_python(message, strict=True)
+        return message["call_id"]
+    if provider == "anthropic":
+        TypeAdapter(MessageParam).validate_python(message, strict=True)
+        return message["content"][0]["tool_use_id"]
+    genai.Content.model_validate(message, strict=True)
+    return message["parts"][0]["functionResponse"].get("id")
+
+
+PROVIDERS = ["openai", "openai-responses", "anthropic", "gemini"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("call_id", "expected"),
+    [
+        (7, "7"),
+        pytest.param(10**5000, None, id="huge-int"),
+        (True, None),
+        (1.5, None),
+        ({"id": "c1"}, None),
+        (["c1"], None),
+    ],
+)
+async def test_call_ids_that_are_not_strings(
+    session: Session, provider: str, call_id: Any, expected: str | None
+) -> None:
+    """A call id that is not a string never reaches the answer, which the provider
+    would refuse: an integer comes back as its decimal text, anything else as no id
+    (``""``, or no ``id`` for Gemini); the call still runs."""
+    messages = await run_tool_calls(session, _reply_with_id(provider, call_id), provider)
+    got = _answer_id(provider, messages)
+    assert got == (expected if expected is not None or provider == "gemini" else "")
+    (call,) = parse_tool_calls(_reply_with_id(provider, call_id), provider)
+    assert call.call_id == expected

@@ -99,6 +99,19 @@ def first(value: Any) -> Any:
     return items[0] if items else None
 
 
+def id_of(value: Any) -> str | None:
+    """A call id as the result must carry it back: the id when it is a string, an
+    integer's decimal text, ``None`` for anything else (the provider takes only strings)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return str(value)
+        except ValueError:  # more digits than Python converts
+            return None
+    return None
+
+
 def parse_tool_calls(message: Any, provider_name: str = "openai") -> list[ToolCall]:
     """The tool calls in a model reply, in the order the model made them.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolweave.formats._calls import ToolCall, get, items_of
+from toolweave.formats._calls import ToolCall, get, id_of, items_of
 from toolweave.formats._frozen import Prefrozen
 from toolweave.formats._schema import untitled
 
@@ -30,7 +30,9 @@ def parse_calls(message: Any) -> list[ToolCall]:
             continue
         args = get(block, "input")
         calls.append(
-            ToolCall(get(block, "name") or "", args if args is not None else {}, get(block, "id"))
+            ToolCall(
+                get(block, "name") or "", args if args is not None else {}, id_of(get(block, "id"))
+            )
         )
     return calls
 

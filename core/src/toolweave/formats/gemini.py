@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolweave.formats._calls import ToolCall, first, get, items_of
+from toolweave.formats._calls import ToolCall, first, get, id_of, items_of
 from toolweave.formats._schema import UnsupportedSchemaError, resolve_ref, split_nullable
 
 if TYPE_CHECKING:
@@ -224,7 +224,9 @@ def parse_calls(message: Any) -> list[ToolCall]:
             continue
         args = get(call, "args")
         calls.append(
-            ToolCall(get(call, "name") or "", args if args is not None else {}, get(call, "id"))
+            ToolCall(
+                get(call, "name") or "", args if args is not None else {}, id_of(get(call, "id"))
+            )
         )
     return calls
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolweave.formats._calls import ToolCall, first, get, items_of
+from toolweave.formats._calls import ToolCall, first, get, id_of, items_of
 from toolweave.formats._frozen import Prefrozen
 from toolweave.formats._schema import untitled
 from toolweave.formats._strict import to_strict_schema
@@ -116,7 +116,9 @@ def parse_chat_calls(message: Any) -> list[ToolCall]:
         args = get(fn, "arguments")
         calls.append(
             ToolCall(
-                get(fn, "name") or "", args if args not in (None, "") else "{}", get(call, "id")
+                get(fn, "name") or "",
+                args if args not in (None, "") else "{}",
+                id_of(get(call, "id")),
             )
         )
     return calls
@@ -155,7 +157,7 @@ def parse_responses_calls(response: Any) -> list[ToolCall]:
             ToolCall(
                 get(item, "name") or "",
                 args if args not in (None, "") else "{}",
-                get(item, "call_id"),
+                id_of(get(item, "call_id")),
             )
         )
     return calls
