@@ -141,3 +141,60 @@ async def test_call_ids_that_are_not_strings(
     assert got == (expected if expected is not None or provider == "gemini" else "")
     (call,) = parse_tool_calls(_reply_with_id(provider, call_id), provider)
     assert call.call_id == expected
+
+
+@pytest.mark.anyio
+async def test_a_reply_of_many_calls_runs_a_bounded_number_at_a_time(tmp_path: Path) -> None:
+    """A reply is the model's to write: 200 calls of a read-only tool run at most 16 at
+    a time by default (each could start a process), all answered in order with their
+    ids; ``limit=None`` runs them all at once; a limit below 1 is a UsageError."""
+    import anyio
+    from toolweave import UsageError
+
+    running = 0
+    most = 0
+
+    @tool(kind=Kind.READ, blocking=False)
+    async def probe(n: int) -> str:
+        """Wait a moment and answer n. Do not use it for anything real."""
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await anyio.sleep(0.01)
+        running -= 1
+        return str(n)
+
+    builder = ToolSetBuilder()
+    builder.add(probe)
+    session = builder.build().session(workspace=tmp_path)
+    reply = {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": f"c{n}", "type": "function",
+             "function": {"name": "probe", "arguments": f'{{"n": {n}}}'}}
+            for n in range(200)
+        ],
+    }  # fmt: skip
+    answers = await session.run_tool_calls(reply, "openai")
+    assert [(a["tool_call_id"], a["content"]) for a in answers] == [
+        (f"c{n}", str(n)) for n in range(200)
+    ]
+    assert 1 < most <= 16
+    most = 0
+    await run_tool_calls(session, reply, "openai", limit=None)
+    assert most == 200
+    with pytest.raises(UsageError, match="at least 1"):
+        await session.call_many([("probe", {"n": 1}), ("probe", {"n": 2})], limit=0)
+    await session.aclose()
+
+
+def test_the_sessions_take_the_same_default_limit() -> None:
+    """``Session.run_tool_calls`` and the sync facade's default to
+    ``toolweave.formats.MAX_CONCURRENT_CALLS`` (they cannot import it: it sits above)."""
+    import inspect
+
+    from toolweave import SyncSession
+    from toolweave.formats import MAX_CONCURRENT_CALLS
+
+    for method in (Session.run_tool_calls, SyncSession.run_tool_calls):
+        assert inspect.signature(method).parameters["limit"].default == MAX_CONCURRENT_CALLS

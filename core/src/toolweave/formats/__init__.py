@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from toolweave.errors import UsageError
 from toolweave.formats import anthropic, gemini, mcp, openai
 from toolweave.formats._calls import (
+    MAX_CONCURRENT_CALLS,
     PROVIDERS,
     Provider,
     ToolCall,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS",
+    "MAX_CONCURRENT_CALLS",
     "PROVIDERS",
     "FrozenDict",
     "FrozenList",

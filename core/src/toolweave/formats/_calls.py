@@ -157,30 +157,45 @@ def tool_result_messages(
     return provider(provider_name).results(list(results))
 
 
+MAX_CONCURRENT_CALLS = 16
+"""How many calls of one model reply :func:`run_tool_calls` runs at a time by default
+(also the default of ``Session.run_tool_calls``)."""
+
+
 async def run_tool_calls(
-    session: Session, message: Any, provider_name: str = "openai"
+    session: Session,
+    message: Any,
+    provider_name: str = "openai",
+    *,
+    limit: int | None = MAX_CONCURRENT_CALLS,
 ) -> list[dict[str, Any]]:
     """Run every tool call of a model reply and return the result messages to append.
 
     Calls run through :meth:`Session.call_many <toolweave.Session.call_many>`
-    (concurrently when every tool allows it); a failed call becomes an error result for the model,
-    never an exception. ``null`` given for an optional argument means "not given", so
-    replies to strict-mode definitions (where every argument must be sent) work as is.
+    (concurrently when every tool allows it, at most ``limit`` at a time: a reply is the
+    model's to write, and 100,000 searches at once would start as many processes); a
+    failed call becomes an error result for the model, never an exception. ``null``
+    given for an optional argument means "not given", so replies to strict-mode
+    definitions (where every argument must be sent) work as is.
+
+    Args:
+        session: The session the calls run in.
+        message: The model's reply (a dict, or the provider SDK's object).
+        provider_name: Its format: ``openai``, ``openai-responses``, ``anthropic``,
+            ``gemini``.
+        limit: At most this many calls at a time (``None``: all of them).
 
     Example:
         ``messages += await run_tool_calls(session, reply.choices[0].message, "openai")``
     """
     prov = provider(provider_name)
     calls = [_without_optional_nulls(session, c) for c in prov.parse(message)]
-    results = await _call_all(session, calls)
-    return prov.results(results)
-
-
-async def _call_all(session: Session, calls: list[ToolCall]) -> list[CallResult]:
     if len(calls) == 1:
         (one,) = calls
-        return [await session.call(one.name, one.arguments, one.call_id)]
-    return await session.call_many(calls)
+        results = [await session.call(one.name, one.arguments, one.call_id)]
+    else:
+        results = await session.call_many(calls, limit=limit)
+    return prov.results(results)
 
 
 # -- null for "not given" ---------------------------------------------------------------

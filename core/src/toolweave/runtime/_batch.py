@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from toolweave.errors import ErrorKind, ToolError
+from toolweave.errors import ErrorKind, ToolError, UsageError
 from toolweave.results import CallResult
 
 if TYPE_CHECKING:
@@ -174,22 +174,32 @@ async def run_batch(
     given = [_normalise(c) for c in calls]
     results: list[CallResult | None] = [c if isinstance(c, CallResult) else None for c in given]
     batch = [(i, c) for i, c in enumerate(given) if isinstance(c, _Call)]
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise UsageError(f"limit must be a whole number of at least 1 (or None), not {limit!r}")
+    if limit is not None and len(batch) <= limit:
+        limit = None  # the whole batch fits
     if len(batch) > 1 and _concurrent(session, [c for _, c in batch]):
         if not limit and _asyncio_running():
             await _on_asyncio(session, batch, results)
             return [r for r in results if r is not None]
-        gate = anyio.Semaphore(limit) if limit else None
+        if limit:  # ``limit`` workers take the calls in order: no task per waiting call
+            waiting = iter(batch)
 
-        async def run(i: int, call: _Call) -> None:
-            if gate is None:
-                results[i] = await _one(session, call, closed_before)
-            else:
-                async with gate:
+            async def work() -> None:
+                for i, call in waiting:
                     results[i] = await _one(session, call, closed_before)
 
-        async with anyio.create_task_group() as tg:
-            for i, call in batch:
-                tg.start_soon(run, i, call)
+            async with anyio.create_task_group() as tg:
+                for _ in range(limit):
+                    tg.start_soon(work)
+        else:
+
+            async def run(i: int, call: _Call) -> None:
+                results[i] = await _one(session, call, closed_before)
+
+            async with anyio.create_task_group() as tg:
+                for i, call in batch:
+                    tg.start_soon(run, i, call)
     else:
         for i, call in batch:
             results[i] = await _one(session, call, closed_before)

@@ -781,8 +781,15 @@ class Session:
         """A blocking facade over this session for code that is not async."""
         return SyncSession(self, backend=backend)
 
-    async def run_tool_calls(self, message: Any, provider: str = "openai") -> list[dict[str, Any]]:
-        """Run every tool call of a model reply; return the result messages to append.
+    async def run_tool_calls(
+        self,
+        message: Any,
+        provider: str = "openai",
+        *,
+        limit: int | None = 16,  # toolweave.formats.MAX_CONCURRENT_CALLS
+    ) -> list[dict[str, Any]]:
+        """Run every tool call of a model reply, at most ``limit`` at a time (``None``:
+        all of them); return the result messages to append.
 
         See :func:`toolweave.formats.run_tool_calls`.
 
@@ -791,7 +798,7 @@ class Session:
         """
         from toolweave.formats import run_tool_calls
 
-        return await run_tool_calls(self, message, provider)
+        return await run_tool_calls(self, message, provider, limit=limit)
 
 
 set_session_factory(Session)

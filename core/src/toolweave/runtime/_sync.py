@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
@@ -47,9 +48,17 @@ class SyncSession:
 
         return self._portal.call(run)
 
-    def run_tool_calls(self, message: Any, provider: str = "openai") -> list[dict[str, Any]]:
+    def run_tool_calls(
+        self,
+        message: Any,
+        provider: str = "openai",
+        *,
+        limit: int | None = 16,  # toolweave.formats.MAX_CONCURRENT_CALLS
+    ) -> list[dict[str, Any]]:
         """Run a model reply's tool calls (see :meth:`Session.run_tool_calls`) and wait."""
-        return self._portal.call(self.session.run_tool_calls, message, provider)
+        return self._portal.call(
+            functools.partial(self.session.run_tool_calls, message, provider, limit=limit)
+        )
 
     def stream(
         self, name: str, arguments: Any = None, call_id: str | None = None
