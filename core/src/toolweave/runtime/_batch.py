@@ -182,24 +182,17 @@ async def run_batch(
         if not limit and _asyncio_running():
             await _on_asyncio(session, batch, results)
             return [r for r in results if r is not None]
-        if limit:  # ``limit`` workers take the calls in order: no task per waiting call
-            waiting = iter(batch)
+        # ``limit`` workers (one per call without a limit) take the calls in order: no
+        # task waits for a turn.
+        waiting = iter(batch)
 
-            async def work() -> None:
-                for i, call in waiting:
-                    results[i] = await _one(session, call, closed_before)
-
-            async with anyio.create_task_group() as tg:
-                for _ in range(limit):
-                    tg.start_soon(work)
-        else:
-
-            async def run(i: int, call: _Call) -> None:
+        async def work() -> None:
+            for i, call in waiting:
                 results[i] = await _one(session, call, closed_before)
 
-            async with anyio.create_task_group() as tg:
-                for i, call in batch:
-                    tg.start_soon(run, i, call)
+        async with anyio.create_task_group() as tg:
+            for _ in range(limit or len(batch)):
+                tg.start_soon(work)
     else:
         for i, call in batch:
             results[i] = await _one(session, call, closed_before)
