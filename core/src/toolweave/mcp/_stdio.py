@@ -272,18 +272,19 @@ def _request_with_bad_id(item: Any, line: str) -> bool:
     import mcp.types as types
 
     if not isinstance(getattr(item, "message", None), types.JSONRPCNotification):
-        return False
+        return False  # read only for what the SDK took for a notification
     try:
         data = json.loads(line)
     except (ValueError, RecursionError):  # the SDK read it, so this is not expected
         return False
-    return isinstance(data, dict) and "id" in data
+    return has_bad_id(data)
 
 
 def has_bad_id(data: object) -> bool:
     """Whether the parsed message ``data`` is a request (``"jsonrpc": "2.0"``, a string
     ``method``) whose ``id`` is neither a string nor an integer: what the SDK takes for
-    a notification (see ``_request_with_bad_id``). A response is never one."""
+    a notification (see ``_request_with_bad_id``). A response is never one; over HTTP
+    and stdio alike."""
     return (
         isinstance(data, dict)
         and data.get("jsonrpc") == "2.0"
