@@ -220,12 +220,15 @@ class SQLiteStateStore:
                 _recent.popitem(last=False)
             return store
 
-    def _names_its_file(self) -> bool:
+    def _names_its_file(self, *, sidecars: bool = False) -> bool:
         """Whether :attr:`path` still names the file this store has open (``True``
-        when it has none open yet)."""
-        if self._identity is None or self._holder[0] is None:
+        when it has none open yet); with ``sidecars``, also its ``-wal`` and ``-shm``."""
+        identity = self._identity
+        if identity is None or self._holder[0] is None:
             return True
-        return self._files(len(self._identity) > 1) == self._identity
+        if not sidecars:
+            return _file_id(self.path) == identity[0]
+        return self._files(len(identity) > 1) == identity
 
     def _files(self, sidecars: bool) -> tuple[tuple[int, int] | None, ...]:
         """The files at :attr:`path` now: the database, with its ``-wal`` and ``-shm``
@@ -512,7 +515,7 @@ class SQLiteStateStore:
     ) -> dict[str, int]:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if not self._names_its_file():  # checked again once the write lock is held
+            if not self._names_its_file(sidecars=True):  # under the write lock
                 raise _Moved
             current: dict[str, tuple[str | None, int]] = {}
             for key in {*changes, *expected}:
