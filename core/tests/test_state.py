@@ -356,6 +356,16 @@ async def test_unopenable_store_keeps_state_in_memory(
     assert stored(tmp_path, "m")["test.tally"]["items"] == [1, 2, 3, 4]
 
 
+async def another_workspace(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """A workspace whose store holds session "o"'s tally [7], and its files' bytes."""
+    other = tmp_path / "other"
+    other.mkdir()
+    session = toolset().session(workspace=other, session_id="o")
+    assert (await session.call("add", {"n": 7})).text == "1"
+    await session.aclose()
+    return other, {p.name: p.read_bytes() for p in (other / ".toolweave").iterdir()}
+
+
 @pytest.mark.parametrize("link", [".toolweave", ".toolweave/state.db", ".toolweave/state.db.lock"])
 async def test_a_workspace_cannot_send_its_state_files_elsewhere_through_a_link(
     link: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -364,12 +374,7 @@ async def test_a_workspace_cannot_send_its_state_files_elsewhere_through_a_link(
     a symbolic link: calls work with their state in memory, the log says why, and
     nothing is written where the link points (another workspace's store stays as it
     was)."""
-    other = tmp_path / "other"
-    other.mkdir()
-    other_session = toolset().session(workspace=other, session_id="o")
-    assert (await other_session.call("add", {"n": 7})).text == "1"
-    await other_session.aclose()
-    before = {p.name: p.read_bytes() for p in (other / ".toolweave").iterdir()}
+    other, before = await another_workspace(tmp_path)
     workspace = tmp_path / "cloned"
     (workspace / ".toolweave").mkdir(parents=True)
     if link == ".toolweave":
@@ -388,6 +393,54 @@ async def test_a_workspace_cannot_send_its_state_files_elsewhere_through_a_link(
     assert "symbolic link" in caplog.text  # "Too many levels of symbolic links" (ELOOP)
     assert {p.name: p.read_bytes() for p in (other / ".toolweave").iterdir()} == before
     assert stored(other, "o")["test.tally"]["items"] == [7]
+
+
+@pytest.mark.parametrize("link", [".toolweave", ".toolweave/state.db"])
+async def test_a_link_put_in_a_workspace_after_its_store_opened_is_refused(
+    link: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The open store of a workspace is handed to its next session without checking
+    for links again only while its path still names the file it has open: once the
+    .toolweave folder or state.db is replaced by a link to another workspace's files,
+    the next session refuses the link (state in memory, the log says why) and the other
+    workspace's store stays as it was."""
+    other, before = await another_workspace(tmp_path)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for n in (1, 2):  # the first session creates the file, the second finds it open
+        earlier = toolset().session(workspace=workspace, session_id="o")
+        assert (await earlier.call("add", {"n": n})).text == str(n)
+        await earlier.aclose()
+    if link == ".toolweave":
+        (workspace / ".toolweave").rename(workspace / "moved")
+        (workspace / ".toolweave").symlink_to(other / ".toolweave")
+    else:
+        (workspace / link).unlink()
+        (workspace / link).symlink_to(other / ".toolweave" / "state.db")
+    session = toolset().session(workspace=workspace, session_id="o")
+    with caplog.at_level(logging.WARNING, logger="toolweave"):
+        assert (await session.call("add", {"n": 3})).text == "1"
+    await session.aclose()
+    assert "in memory" in caplog.text
+    assert "symbolic link" in caplog.text
+    assert {p.name: p.read_bytes() for p in (other / ".toolweave").iterdir()} == before
+    assert stored(other, "o")["test.tally"]["items"] == [7]
+
+
+def test_a_workspace_store_is_opened_once_for_its_sessions(tmp_path: Path) -> None:
+    """Sessions of one workspace share one open store; a store whose file was
+    replaced is not handed out again."""
+    path = default_state_path(tmp_path)
+    SQLiteStateStore(path).save("s", {"k": "1"})
+    store = SQLiteStateStore.of_workspace(tmp_path)
+    assert SQLiteStateStore.of_workspace(str(tmp_path)) is store
+    path.rename(path.with_name("old.db"))
+    SQLiteStateStore(path).save("s", {"k": "2"})
+    fresh = SQLiteStateStore.of_workspace(tmp_path)
+    assert fresh is not store
+    assert fresh.load("s")["k"].value == "2"
+    store.close()
+    fresh.close()
 
 
 async def test_a_workspace_that_does_not_exist_is_not_made_by_a_save(
@@ -482,6 +535,33 @@ async def test_a_workspace_store_outlives_its_sessions_until_its_file_is_replace
     assert (await fresh.call("peek", {"n": 0})).text == "0"
     assert fresh._state.store is not kept()
     await fresh.aclose()
+
+
+def test_load_with_revision_reads_what_load_and_revision_read(tmp_path: Path) -> None:
+    """``load_with_revision`` gives, in one read, what ``load`` gives and the revision
+    it was read at: equal to ``revision()`` until another connection commits, then
+    moved, with the new values; keys not stored are left out; no file yet reads
+    nothing at the revision ``revision()`` gives then."""
+    path = tmp_path / "state.db"
+    store = SQLiteStateStore(path)
+    other = SQLiteStateStore(path)
+    try:
+        assert store.load_with_revision("s", ("a",)) == (store.revision(), {})
+        other.save("s", {"a": "1", "b": "2"})
+        revision, found = store.load_with_revision("s", ("a", "missing"))
+        assert found == {"a": StoredState("1", 1)} == store.load("s", ("a", "missing"))
+        assert revision == store.revision()
+        assert store.load_with_revision("s") == (revision, store.load("s"))
+        assert store.load_with_revision("s", ()) == (revision, {})
+        other.save("s", {"a": "3"})
+        moved, found = store.load_with_revision("s", ("a",))
+        assert moved != revision
+        assert found == {"a": StoredState("3", 2)}
+        store.save("s", {"a": "4"})  # its own saves move it too
+        assert store.load_with_revision("s", ("a",))[0] not in (moved, revision)
+    finally:
+        store.close()
+        other.close()
 
 
 def test_a_store_whose_file_another_writer_creates_sees_it(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ import math
 import threading
 import typing
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, PydanticUserError, TypeAdapter
@@ -48,6 +48,7 @@ __all__ = [
     "argument_schema",
     "build_validator",
     "compose",
+    "composed_validators",
     "editable",
     "json_schema",
     "kwargs_validator",
@@ -63,14 +64,18 @@ MISSING: Any = PydanticUndefined
 
 
 class _FieldType:
-    """One parameter type: its core schema, the references it defines and, on first
-    use, its JSON Schema as a field (``None`` when only full generation is faithful)."""
+    """One parameter type: its core schema, the references it defines, the classes
+    (models, dataclasses, TypedDicts) in it and, on first use, its JSON Schema as a
+    field (``None`` when only full generation is faithful)."""
 
-    __slots__ = ("_json", "_json_done", "_strict", "refs", "schema")
+    __slots__ = ("_json", "_json_done", "_strict", "classes", "refs", "schema")
 
     def __init__(self, schema: core_schema.CoreSchema, refs: frozenset[str]) -> None:
         self.schema = schema
         self.refs = refs
+        found: dict[type[Any], None] = {}
+        _classes(schema, found)
+        self.classes = tuple(found)
         self._json: _Fragment | None = None
         self._json_done = False
         self._strict: core_schema.CoreSchema | None = None
@@ -248,17 +253,22 @@ _BUILDING = threading.Lock()
 
 
 def build_validator(
-    schema: core_schema.CoreSchema, config: core_schema.CoreConfig | None = None
+    schema: core_schema.CoreSchema,
+    config: core_schema.CoreConfig | None = None,
+    classes: Iterable[type[Any]] | None = None,
 ) -> SchemaValidator:
     """A validator of ``schema`` that follows the schema, nested models included.
 
     pydantic-core reuses the validator a complete model (or TypedDict) carries instead
     of building one from its schema; that validator knows nothing of the argument
-    policy. While this validator is built, the classes in ``schema`` are marked
-    incomplete (then restored), so their schemas, as given, are used.
+    policy. While this validator is built, the classes in ``schema`` (found in it unless
+    given as ``classes``) are marked incomplete (then restored), so their schemas, as
+    given, are used.
     """
-    classes: dict[type[Any], None] = {}
-    _classes(schema, classes)
+    if classes is None:
+        found: dict[type[Any], None] = {}
+        _classes(schema, found)
+        classes = found
     with _BUILDING:
         flipped = [c for c in classes if c.__dict__.get("__pydantic_complete__") is True]
         try:
@@ -294,8 +304,17 @@ def compose(
         parameters: The function's parameters, in order.
         strict: Validate scalars without lax coercion (see :func:`argument_schema`).
     """
+    composed = _compose(title, parameters, strict)
+    return None if composed is None else composed[0]
+
+
+def _compose(
+    title: str, parameters: tuple[Parameter, ...], strict: bool
+) -> tuple[core_schema.CoreSchema, tuple[type[Any], ...]] | None:
+    """:func:`compose`, with the classes in the schema (from its parameter types)."""
     fields: dict[str, core_schema.TypedDictField] = {}
     seen: set[str] = set()
+    classes: tuple[type[Any], ...] = ()
     for name, annotation, default, description in parameters:
         if name.startswith("_"):
             return None  # a model refuses it; keep the model's error
@@ -306,6 +325,7 @@ def compose(
         if refs & seen:
             return None  # one definition used twice needs the model's definitions
         seen |= refs
+        classes += found.classes
         required = default is MISSING
         if not required:
             schema = core_schema.with_default_schema(schema, default=default)
@@ -314,21 +334,36 @@ def compose(
             required=required,
             metadata=None if description is None else _documented(description),
         )
-    return core_schema.typed_dict_schema(
+    schema = core_schema.typed_dict_schema(
         fields, extra_behavior="forbid", metadata=_documented(title, "title")
     )
+    return schema, classes
+
+
+KwargsValidators = tuple[Callable[[Any], dict[str, Any]], Callable[[Any], dict[str, Any]]]
+"""``(validate_json, validate_python)``, both returning keyword arguments."""
 
 
 def kwargs_validator(
-    title: str, schema: core_schema.CoreSchema
-) -> tuple[Callable[[Any], dict[str, Any]], Callable[[Any], dict[str, Any]]] | None:
+    title: str, schema: core_schema.CoreSchema, classes: Iterable[type[Any]] | None = None
+) -> KwargsValidators | None:
     """``(validate_json, validate_python)`` for a schema from :func:`compose`, both
-    returning keyword arguments; ``None`` if pydantic-core refuses the schema."""
+    returning keyword arguments; ``None`` if pydantic-core refuses the schema.
+    ``classes``: the classes in the schema, when known (see :func:`build_validator`)."""
     try:
-        validator = build_validator(schema, core_schema.CoreConfig(title=title))
+        validator = build_validator(schema, core_schema.CoreConfig(title=title), classes)
     except Exception:
         return None
     return validator.validate_json, validator.validate_python
+
+
+def composed_validators(
+    title: str, parameters: tuple[Parameter, ...], *, strict: bool = False
+) -> KwargsValidators | None:
+    """:func:`kwargs_validator` of :func:`compose`'s schema; ``None`` when only the
+    model is faithful, or pydantic-core refuses the schema."""
+    composed = _compose(title, parameters, strict)
+    return None if composed is None else kwargs_validator(title, *composed)
 
 
 def json_schema(title: str, parameters: tuple[Parameter, ...]) -> dict[str, Any] | None:

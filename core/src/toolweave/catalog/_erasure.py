@@ -33,10 +33,9 @@ from toolweave.authoring._tool import (
 from toolweave.catalog._arguments import (
     ArgumentsJsonSchema,
     Signature,
-    compose,
+    composed_validators,
     editable,
     json_schema,
-    kwargs_validator,
     listed_model_schema,
     model_arguments,
     plain_names,
@@ -438,8 +437,7 @@ def _function_validators(
     composed without a model where that is faithful, else the ``Args`` model's (both
     under the argument policy, see :func:`~toolweave.catalog._arguments.argument_schema`)."""
     plain = _plain_parameters(cls)
-    schema = None if plain is None else compose(*plain, strict=strict)
-    composed = None if plain is None or schema is None else kwargs_validator(plain[0], schema)
+    composed = None if plain is None else composed_validators(*plain, strict=strict)
     if composed is not None:
         return composed
     validator = model_arguments(cls.args_model, strict=strict)[1]

@@ -121,6 +121,8 @@ _recent: OrderedDict[Path, SQLiteStateStore] = OrderedDict()
 """The stores :meth:`SQLiteStateStore.shared` handed out last, kept open after their
 sessions end: a host that makes a session per conversation opens its file once."""
 _RECENT_MAX = 8
+_of_workspace: weakref.WeakValueDictionary[str, SQLiteStateStore] = weakref.WeakValueDictionary()
+"""Absolute workspace paths → the store :meth:`SQLiteStateStore.of_workspace` gave."""
 
 
 @final
@@ -190,14 +192,41 @@ class SQLiteStateStore:
         (:func:`~toolweave.state.workspace_file`); SQLite itself refuses ``-wal`` and
         ``-shm`` links, and the lock file is opened without following one. The folder is
         made by the first save, only inside an existing workspace (a session on a
-        workspace that does not exist keeps its state in memory and logs why).
+        workspace that does not exist keeps its state in memory and logs why). The
+        links are checked whenever the store is opened; the next sessions of a workspace
+        named by an absolute path then get the open store with one ``stat``, which
+        checks that its path still names the file it has open.
 
         Raises:
             PermissionError: ``.toolweave`` or ``state.db`` is a symbolic link (a session
                 then keeps its state in memory and logs why; pass ``state_store=`` to keep
                 it elsewhere on purpose).
         """
+        key = os.fspath(workspace)
+        if isinstance(key, str) and os.path.isabs(key):
+            with _shared_lock:
+                known = _of_workspace.get(key)
+                if known is not None and known._still_shared():
+                    _recent.move_to_end(known.path)
+                    return known
+            store = cls.shared(workspace_file(workspace, "state.db"))
+            if store._identity is not None:
+                _of_workspace[key] = store
+            return store
         return cls.shared(workspace_file(workspace, "state.db"))
+
+    def _still_shared(self) -> bool:
+        """Whether :meth:`of_workspace` may hand this store out again without checking
+        the workspace's folder and file for links: it has its file open, it is among
+        the stores :meth:`shared` handed out last, and its path still names its file
+        (a link put there since names another file, or none). Called with
+        ``_shared_lock`` held."""
+        return (
+            not self._closed
+            and self._holder[0] is not None
+            and _recent.get(self.path) is self
+            and self._names_its_file()
+        )
 
     @classmethod
     def shared(cls, path: str | Path) -> SQLiteStateStore:
@@ -444,17 +473,35 @@ class SQLiteStateStore:
 
     def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
         """See :meth:`~toolweave.state.StateStore.load`."""
-        sql = "SELECT key, value, version FROM state WHERE session_id = ? AND value IS NOT NULL"
+        return self._load(session_id, keys, revised=False)[1]
+
+    def load_with_revision(
+        self, session_id: str, keys: Collection[str] | None = None
+    ) -> tuple[tuple[int, int], dict[str, StoredState]]:
+        """:meth:`load` and the :meth:`revision` it read at, in one statement (see
+        :class:`~toolweave.state.StateStore`)."""
+        return self._load(session_id, keys, revised=True)  # type: ignore[return-value]
+
+    def _load(
+        self, session_id: str, keys: Collection[str] | None, *, revised: bool
+    ) -> tuple[tuple[int, int] | None, dict[str, StoredState]]:
+        where = "state.session_id = ? AND state.value IS NOT NULL"
         params: list[str] = [session_id]
         if keys is not None:
             if not keys:
-                return {}
+                return (self.revision() if revised else None), {}
             params.extend(keys)
-            sql += f" AND key IN ({', '.join('?' * len(keys))})"
+            where += f" AND state.key IN ({', '.join('?' * len(keys))})"
+        sql = (
+            "SELECT state.key, state.value, state.version, version.data_version "
+            f"FROM pragma_data_version() AS version LEFT JOIN state ON {where}"
+            if revised
+            else f"SELECT key, value, version FROM state WHERE {where}"
+        )
         with self._lock:
             conn = self._conn(False)
             if conn is None:
-                return {}
+                return ((0, self._writes) if revised else None), {}
             for attempt in (1, 2):
                 try:
                     rows = conn.execute(sql, params).fetchall()
@@ -463,7 +510,10 @@ class SQLiteStateStore:
                     if attempt == 2 or not _is_damage(exc):
                         raise
                     conn = self._recover(str(exc))
-        return {str(k): StoredState(str(v), int(n)) for k, v, n in rows}
+            revision = (int(rows[0][3]), self._writes) if revised else None
+        return revision, {
+            str(row[0]): StoredState(str(row[1]), int(row[2])) for row in rows if row[0] is not None
+        }
 
     def save(
         self,
