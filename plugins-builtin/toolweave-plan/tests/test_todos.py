@@ -121,6 +121,26 @@ async def test_todos_survive_a_restart_and_the_reminder_fires(workspace: Path) -
     assert third.output == "looked"
 
 
+async def test_the_count_since_the_last_update_carries_over_to_a_later_host(
+    workspace: Path,
+) -> None:
+    """A later host of the session counts on from what the earlier one saved: it
+    reminds after N more calls, naming every call since the list was written."""
+    first = make_session(workspace, remind_after=3)
+    assert (await first.call("todo_write", {"todos": TODOS})).error is None
+    texts = [(await first.call("peek", {})).text for _ in range(3)]
+    assert "not been updated in the last 3 tool calls" in texts[2]
+    assert (await first.call("todo_read", {})).error is None  # saves the count: 3
+
+    later = make_session(workspace, remind_after=3)
+    texts = [(await later.call("peek", {})).text for _ in range(3)]
+    assert ["<system-reminder>" in t for t in texts] == [False, False, True]
+    assert "not been updated in the last 6 tool calls" in texts[2]
+    assert (await later.call("todo_write", {"todos": TODOS})).error is None
+    texts = [(await later.call("peek", {})).text for _ in range(3)]
+    assert "not been updated in the last 3 tool calls" in texts[2]
+
+
 async def test_reminder_repeats_and_resets_on_update(workspace: Path) -> None:
     """The reminder comes back every N calls and a list update restarts the count."""
     session = make_session(workspace, remind_after=2)

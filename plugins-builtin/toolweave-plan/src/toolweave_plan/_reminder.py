@@ -29,7 +29,14 @@ class _Count:
     when the reminder speaks: a call costs an addition, not a write to the state.
     """
 
-    calls: int
+    calls: int = 0
+    """Calls counted by this session object."""
+
+    before: int | None = None
+    """The state's count when this session object started (``None``: not read yet).
+    Read when the reminder is first due, not at the first call: the state holds 0 or
+    a count the reminder spoke at, a multiple of N, so it does not change when the
+    reminder is due, only what it says."""
 
 
 _TODO_WRITE = f"{TodoWrite.namespace}:{TodoWrite.id}"
@@ -71,19 +78,21 @@ class TodoReminder(Reminder):
             self._last = (toolset, target)
         count = session.resources.get(_Count)
         if count is None:
-            count = _Count(session.state.get(TodoState).calls_since_update)
+            count = _Count()
             session.set_resource(count)
         if call.tool == _TODO_WRITE:
             if call.result.error is None:
-                count.calls = 0  # todo_write saved 0 in the state itself
+                count.calls = count.before = 0  # todo_write saved 0 in the state itself
             return None
         count.calls += 1
         every = target.params.remind_after_calls
-        calls = count.calls
-        if every <= 0 or calls % every:
+        if every <= 0 or count.calls % every:
             return None
         name = target.name
         state = session.state.get(TodoState)
+        if count.before is None:
+            count.before = state.calls_since_update
+        calls = count.before + count.calls
         state.calls_since_update = calls  # saved with the state's next save
         unfinished = [t for t in state.todos if t.status != "completed"]
         if unfinished:
