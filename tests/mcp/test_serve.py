@@ -621,6 +621,13 @@ def test_http_refuses_requests_whose_id_is_not_a_string_or_an_integer(tmp_path: 
         bad_call = {"jsonrpc": "2.0", "id": None, "method": "tools/call",
                     "params": {"name": "echo", "arguments": {"text": "x"}}}  # fmt: skip
         assert post(bad_call).status_code == 400
+        chunked = client.post(  # sent in pieces (Transfer-Encoding: chunked): read whole
+            url,
+            content=iter([b'{"jsonrpc": "2.0", "id"', b": null, ", b'"method": "tools/list"}']),
+            headers={**session, "Content-Type": "application/json"},
+        )
+        assert chunked.status_code == 400, chunked.text
+        assert chunked.json() == expected
         # A notification (no "id") and a response (an error with id null) stay 202.
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
                   "params": {"requestId": 99, "reason": "none"}}  # fmt: skip
