@@ -537,33 +537,6 @@ async def test_a_workspace_store_outlives_its_sessions_until_its_file_is_replace
     await fresh.aclose()
 
 
-def test_load_with_revision_reads_what_load_and_revision_read(tmp_path: Path) -> None:
-    """``load_with_revision`` gives, in one read, what ``load`` gives and the revision
-    it was read at: equal to ``revision()`` until another connection commits, then
-    moved, with the new values; keys not stored are left out; no file yet reads
-    nothing at the revision ``revision()`` gives then."""
-    path = tmp_path / "state.db"
-    store = SQLiteStateStore(path)
-    other = SQLiteStateStore(path)
-    try:
-        assert store.load_with_revision("s", ("a",)) == (store.revision(), {})
-        other.save("s", {"a": "1", "b": "2"})
-        revision, found = store.load_with_revision("s", ("a", "missing"))
-        assert found == {"a": StoredState("1", 1)} == store.load("s", ("a", "missing"))
-        assert revision == store.revision()
-        assert store.load_with_revision("s") == (revision, store.load("s"))
-        assert store.load_with_revision("s", ()) == (revision, {})
-        other.save("s", {"a": "3"})
-        moved, found = store.load_with_revision("s", ("a",))
-        assert moved != revision
-        assert found == {"a": StoredState("3", 2)}
-        store.save("s", {"a": "4"})  # its own saves move it too
-        assert store.load_with_revision("s", ("a",))[0] not in (moved, revision)
-    finally:
-        store.close()
-        other.close()
-
-
 def test_a_store_whose_file_another_writer_creates_sees_it(tmp_path: Path) -> None:
     """A store opened before its file exists reads nothing and creates nothing; once
     another store (another process) creates the file, its revision moves and it reads

@@ -25,7 +25,7 @@ process) write the same session id:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeVar, final
 
 import anyio
@@ -39,7 +39,6 @@ from toolweave.state._store import (
     StateStore,
     StoredState,
     state_key,
-    store_revised_loader,
     store_revision,
 )
 
@@ -118,7 +117,6 @@ class SessionState:
         "_locks_of",
         "_open_store",
         "_persist_lock",
-        "_revised_load",
         "_revision",
         "_save_failure",
         "_slots",
@@ -138,7 +136,6 @@ class SessionState:
         ] = {}
         self._persist_lock: anyio.Lock | None = None
         self._revision: Callable[[], Any] | None = None
-        self._revised_load: Callable[[str, Collection[str]], Any] | None = None
         self._save_failure: str | None = None
 
     @property
@@ -157,7 +154,6 @@ class SessionState:
                 )
                 self._store = MemoryStateStore()
             self._revision = store_revision(self._store)
-            self._revised_load = store_revised_loader(self._store)
         return self._store
 
     def _current_revision(self) -> Any:
@@ -177,33 +173,14 @@ class SessionState:
         try:
             return self.store.load(self.session_id, (key,)).get(key)
         except Exception as exc:
-            self._read_failed(key, exc)
+            logger.warning(
+                "state %r of session %s could not be read (%s: %s)",
+                key,
+                self.session_id,
+                type(exc).__name__,
+                exc,
+            )
             return _FAILED
-
-    def _read_revised(self, key: str) -> tuple[Any, StoredState | _Failed | None]:
-        """The store's revision now, and what it holds for ``key`` then (see
-        :meth:`_read`), in one read where the store can."""
-        if self._store is None:
-            self._store = self.store  # opens it, and finds what it offers
-        load = self._revised_load
-        if load is None:
-            return self._current_revision(), self._read(key)
-        try:
-            revision, found = load(self.session_id, (key,))
-        except Exception as exc:
-            self._read_failed(key, exc)
-            return None, _FAILED
-        stored: StoredState | None = found.get(key)
-        return revision, stored
-
-    def _read_failed(self, key: str, exc: Exception) -> None:
-        logger.warning(
-            "state %r of session %s could not be read (%s: %s)",
-            key,
-            self.session_id,
-            type(exc).__name__,
-            exc,
-        )
 
     def _decode(self, model: type[BaseModel], key: str, stored: StoredState | None) -> StateSlot:
         """A slot for what the store holds (``None``: the model's defaults)."""
@@ -278,7 +255,8 @@ class SessionState:
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise UsageError(f"state must be a pydantic model class, got {model!r}")
         key = state_key(model)
-        revision, stored = self._read_revised(key)
+        revision = self._current_revision()
+        stored = self._read(key)
         failed = isinstance(stored, _Failed)
         slot = self._decode(model, key, None if isinstance(stored, _Failed) else stored)
         if not failed:

@@ -473,35 +473,17 @@ class SQLiteStateStore:
 
     def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
         """See :meth:`~toolweave.state.StateStore.load`."""
-        return self._load(session_id, keys, revised=False)[1]
-
-    def load_with_revision(
-        self, session_id: str, keys: Collection[str] | None = None
-    ) -> tuple[tuple[int, int], dict[str, StoredState]]:
-        """:meth:`load` and the :meth:`revision` it read at, in one statement (see
-        :class:`~toolweave.state.StateStore`)."""
-        return self._load(session_id, keys, revised=True)  # type: ignore[return-value]
-
-    def _load(
-        self, session_id: str, keys: Collection[str] | None, *, revised: bool
-    ) -> tuple[tuple[int, int] | None, dict[str, StoredState]]:
-        where = "state.session_id = ? AND state.value IS NOT NULL"
+        sql = "SELECT key, value, version FROM state WHERE session_id = ? AND value IS NOT NULL"
         params: list[str] = [session_id]
         if keys is not None:
             if not keys:
-                return (self.revision() if revised else None), {}
+                return {}
             params.extend(keys)
-            where += f" AND state.key IN ({', '.join('?' * len(keys))})"
-        sql = (
-            "SELECT state.key, state.value, state.version, version.data_version "
-            f"FROM pragma_data_version() AS version LEFT JOIN state ON {where}"
-            if revised
-            else f"SELECT key, value, version FROM state WHERE {where}"
-        )
+            sql += f" AND key IN ({', '.join('?' * len(keys))})"
         with self._lock:
             conn = self._conn(False)
             if conn is None:
-                return ((0, self._writes) if revised else None), {}
+                return {}
             for attempt in (1, 2):
                 try:
                     rows = conn.execute(sql, params).fetchall()
@@ -510,10 +492,7 @@ class SQLiteStateStore:
                     if attempt == 2 or not _is_damage(exc):
                         raise
                     conn = self._recover(str(exc))
-            revision = (int(rows[0][3]), self._writes) if revised else None
-        return revision, {
-            str(row[0]): StoredState(str(row[1]), int(row[2])) for row in rows if row[0] is not None
-        }
+        return {str(k): StoredState(str(v), int(n)) for k, v, n in rows}
 
     def save(
         self,

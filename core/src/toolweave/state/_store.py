@@ -16,7 +16,6 @@ __all__ = [
     "StateStore",
     "StoredState",
     "state_key",
-    "store_revised_loader",
     "store_revision",
 ]
 
@@ -55,10 +54,7 @@ class StateStore(Protocol):
     earlier one only if nothing was written to the store in between, by this process
     or another (SQLite: ``PRAGMA data_version`` with a count of its own saves). A
     session then reads a key again after a call only when the revision moved; without
-    it, the first access after a call reads the key's version. A store with
-    ``revision()`` may also offer ``load_with_revision(session_id, keys)``: what
-    :meth:`load` returns, with the revision it was read at, in one read (a session's
-    first access to a model then reads the store once).
+    it, the first access after a call reads the key's version.
     """
 
     def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
@@ -95,15 +91,6 @@ def store_revision(store: object) -> Callable[[], Hashable] | None:
     """The store's ``revision`` method (see :class:`StateStore`), if it has one."""
     method = getattr(store, "revision", None)
     return method if callable(method) else None
-
-
-def store_revised_loader(
-    store: object,
-) -> Callable[[str, Collection[str]], tuple[Hashable, dict[str, StoredState]]] | None:
-    """The store's ``load_with_revision`` method (see :class:`StateStore`), if it has
-    one and ``revision`` too."""
-    method = getattr(store, "load_with_revision", None)
-    return method if callable(method) and store_revision(store) is not None else None
 
 
 def state_key(model: type[BaseModel]) -> str:
