@@ -125,6 +125,16 @@ _of_workspace: weakref.WeakValueDictionary[str, SQLiteStateStore] = weakref.Weak
 """Absolute workspace paths → the store :meth:`SQLiteStateStore.of_workspace` gave."""
 
 
+def _handed_out(store: SQLiteStateStore) -> SQLiteStateStore:
+    """``store``, made the most recent of the stores kept open (called with
+    ``_shared_lock`` held)."""
+    _recent[store.path] = store
+    _recent.move_to_end(store.path)
+    if len(_recent) > _RECENT_MAX:
+        _recent.popitem(last=False)
+    return store
+
+
 @final
 class SQLiteStateStore:
     """State in one SQLite file (stdlib ``sqlite3``), in WAL mode.
@@ -207,8 +217,7 @@ class SQLiteStateStore:
             with _shared_lock:
                 known = _of_workspace.get(key)
                 if known is not None and known._still_shared():
-                    _recent.move_to_end(known.path)
-                    return known
+                    return _handed_out(known)
             store = cls.shared(workspace_file(workspace, "state.db"))
             if store._identity is not None:
                 _of_workspace[key] = store
@@ -217,14 +226,14 @@ class SQLiteStateStore:
 
     def _still_shared(self) -> bool:
         """Whether :meth:`of_workspace` may hand this store out again without checking
-        the workspace's folder and file for links: it has its file open, it is among
-        the stores :meth:`shared` handed out last, and its path still names its file
-        (a link put there since names another file, or none). Called with
+        the workspace's folder and file for links: it is the store :meth:`shared` hands
+        out for its path, it has its file open, and its path still names that file (a
+        link put there since names another file, or none). Called with
         ``_shared_lock`` held."""
         return (
-            not self._closed
+            _shared.get(self.path) is self
+            and not self._closed
             and self._holder[0] is not None
-            and _recent.get(self.path) is self
             and self._names_its_file()
         )
 
@@ -243,11 +252,7 @@ class SQLiteStateStore:
             if store is None or store._closed or not store._names_its_file():
                 store = cls(key)
                 _shared[key] = store
-            _recent[key] = store
-            _recent.move_to_end(key)
-            if len(_recent) > _RECENT_MAX:
-                _recent.popitem(last=False)
-            return store
+            return _handed_out(store)
 
     def _names_its_file(self, *, sidecars: bool = False) -> bool:
         """Whether :attr:`path` still names the file this store has open (``True``
