@@ -292,3 +292,67 @@ async def test_restart_keeps_an_end_the_old_host_saw(
     assert result.output["task"]["status"] == "failed"
     assert result.output["task"]["exit_code"] == 7
     assert result.output["output"] == "bye\n"
+
+
+def _host_with(tasks: BackgroundTasks) -> Resources:
+    host = Resources()
+    host.insert(LocalTerminal(kill_grace=0.5), Terminal)
+    host.insert(tasks)
+    return host
+
+
+async def test_the_default_task_folders_are_made_private(
+    make_session: SessionFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the shared temp folder, ``toolweave-<uid>`` made earlier with a mode that
+    lets others in is tightened to 0o700 before a task writes its output there."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    tasks = BackgroundTasks()
+    top = tasks.root.parent
+    assert top == tmp_path / "tmp" / f"toolweave-{os.getuid()}"
+    top.mkdir(mode=0o777)
+    os.chmod(top, 0o777)
+    session = make_session(session_id="s1", resources=_host_with(tasks))
+    started = await session.call("bash", {"command": "echo secret", "is_background": True})
+    assert started.error is None, started.text
+    for folder in (top, tasks.root, tasks.folder("s1")):
+        assert os.lstat(folder).st_mode & 0o777 == 0o700, folder
+
+
+async def test_a_task_folder_that_is_a_link_is_refused(
+    make_session: SessionFactory, tmp_path: Path
+) -> None:
+    """A link where the session's task folder goes (planted to send the output
+    elsewhere) is refused; nothing is written where it points."""
+    tasks = BackgroundTasks(root=tmp_path / "task-output")
+    tasks.root.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    tasks.folder("s1").symlink_to(elsewhere)
+    session = make_session(session_id="s1", resources=_host_with(tasks))
+    result = await session.call("bash", {"command": "echo secret", "is_background": True})
+    assert result.error is not None
+    assert result.error.kind == ErrorKind.EXECUTION_ERROR
+    assert "is not a folder" in result.text
+    assert list(elsewhere.iterdir()) == []
+    assert session.state.get(ShellTasks).next_number == 1  # the number was not used
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="chown needs root")
+async def test_a_task_folder_of_another_user_is_refused(
+    make_session: SessionFactory, tmp_path: Path
+) -> None:
+    """A session task folder another user made first (to read what commands print) is
+    refused with a message naming it, and no output is written into it."""
+    tasks = BackgroundTasks(root=tmp_path / "task-output")
+    tasks.root.mkdir()
+    theirs = tasks.folder("s1")
+    theirs.mkdir(mode=0o777)
+    os.chown(theirs, 65534, 65534)
+    session = make_session(session_id="s1", resources=_host_with(tasks))
+    result = await session.call("bash", {"command": "echo secret", "is_background": True})
+    assert result.error is not None
+    assert "belongs to another user" in result.text
+    assert str(theirs) in result.text
+    assert list(theirs.iterdir()) == []

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import threading
 import time
@@ -126,6 +127,34 @@ def default_task_root() -> Path:
     return Path(tempfile.gettempdir()) / f"toolweave-{uid}" / "tasks"
 
 
+def _private_folder(path: Path) -> None:
+    """Make ``path`` (mode 0o700), or check the one there: a folder, not a link, of this
+    user, that only this user may enter (a mode that lets others in is tightened).
+
+    Task output can hold what commands print (tokens, keys); under the shared temp
+    folder another user could have made the folder first and read it, or put links in
+    it. Where the system has no user ids (Windows) only the kind is checked.
+
+    Raises:
+        OSError: ``path`` is not a folder, is a link, or belongs to another user.
+    """
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(f"{path} is not a folder (a link or a file is there)")
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return
+    if info.st_uid != getuid():
+        raise PermissionError(
+            f"{path} belongs to another user (uid {info.st_uid}); remove it, or give "
+            "BackgroundTasks a root of your own"
+        )
+    if info.st_mode & 0o077:
+        os.chmod(path, 0o700)
+
+
 def _folder_name(session_id: str) -> str:
     if re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", session_id) and session_id not in {".", ".."}:
         return session_id
@@ -195,6 +224,17 @@ class BackgroundTasks:
         """The folder holding the output of ``session_id``'s tasks."""
         return self.root / _folder_name(session_id)
 
+    def _prepare(self, folder: Path) -> None:
+        """Make ``folder`` ready for output: private to this user, as are the folders
+        of the default root (``<temp>/toolweave-<uid>/tasks``); a root the host chose
+        is created as needed and otherwise left as the host made it."""
+        if self.root == default_task_root():
+            _private_folder(self.root.parent)
+            _private_folder(self.root)
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
+        _private_folder(folder)
+
     # -- starting ---------------------------------------------------------------------
 
     def start(
@@ -225,9 +265,15 @@ class BackgroundTasks:
         while task_id in state.tasks:
             number += 1
             task_id = f"task-{number}"
-        state.next_number = number + 1
         folder = self.folder(session_id)
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self._prepare(folder)
+        except OSError as exc:
+            raise ToolError(
+                ErrorKind.EXECUTION_ERROR,
+                f"The folder for the task's output cannot be used: {exc}",
+            ) from exc
+        state.next_number = number + 1
         output = folder / f"{task_id}.log"
         ended_file = exit_file(output)
         for stale in (output, ended_file):
