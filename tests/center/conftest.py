@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from toolweave import ToolSet, ToolSetBuilder, tool
@@ -88,3 +89,21 @@ def center(center_url: str) -> Iterator[Center]:
     c = Center.open(center_url)
     yield c
     c.close()
+
+
+@pytest.fixture
+def loader_check() -> Iterator[None]:
+    """Pushed MCP entries checked with the MCP configuration loader's rules, the way the
+    MCP layer installs them (``parse_servers`` on the ``mcpServers`` form: what a pool
+    following the center reads the entries with)."""
+    from toolweave.center._center import set_mcp_entry_check
+    from toolweave.mcp import parse_servers
+
+    def check(server_id: str, entry: Any) -> None:
+        parse_servers({"mcpServers": {server_id: entry}}, source="the pushed entry")
+
+    before = set_mcp_entry_check(check)
+    try:
+        yield
+    finally:
+        set_mcp_entry_check(before)

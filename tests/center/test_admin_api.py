@@ -88,6 +88,16 @@ def test_audit_query_problems(api: TestClient) -> None:
         assert "must be a number" in problem(api.get("/api/audit", params=params), 400)["detail"]
 
 
+def test_audit_query_numbers_no_float_holds_are_refused(api: TestClient) -> None:
+    """``since`` and ``until`` that are NaN, an infinity or out of a float's range are a
+    400, on every store (a Redis store would turn them into stream ids)."""
+    client = TestClient(api.app, headers=AUTH, raise_server_exceptions=False)
+    for value in ("nan", "inf", "-Infinity", "1e999", "1" + "0" * 400):
+        for name in ("since", "until"):
+            answer = client.get("/api/audit", params={name: value})
+            assert "must be a number" in problem(answer, 400)["detail"], (name, value)
+
+
 # -- lifecycle, each write audited with the token's name ---------------------------------
 
 
@@ -195,6 +205,51 @@ def test_push_and_remove(api: TestClient, center: Center) -> None:
     assert api.delete("/api/mcp-servers/time").json()["changed"] is True
     assert api.get("/api/mcp-servers").json() == {}
     problem(api.put("/api/mcp-servers/time", json={"config": {"nothing": 1}}), 400)
+
+
+@pytest.mark.parametrize(
+    ("entry", "field"),
+    [
+        ({"command": 5}, "command"),
+        ({"command": "uvx", "args": "mcp-server-time"}, "args"),
+        ({"url": 5}, "url"),
+        ({"url": "https://mcp.example.com/mcp", "headers": ["Authorization"]}, "headers"),
+        ({"command": "uvx", "cmd": "typo"}, "cmd"),
+    ],
+)
+def test_malformed_mcp_entries_are_a_400(
+    api: TestClient, center: Center, loader_check: None, entry: dict[str, Any], field: str
+) -> None:
+    """``PUT /api/mcp-servers/{id}`` refuses an entry the MCP configuration loader would
+    refuse, with a problem naming the field; nothing is stored."""
+    version = center.version
+    answer = api.put("/api/mcp-servers/bad", json={"config": entry})
+    detail = problem(answer, 400)["detail"]
+    assert detail.startswith("the entry of MCP server 'bad' is refused: ")
+    assert field in detail
+    assert api.get("/api/mcp-servers").json() == {}
+    assert center.version == version
+
+
+def test_a_huge_endpoint_timeout_is_a_400(api: TestClient, center: Center) -> None:
+    """An endpoint timeout no float can hold (an int of 401 digits) is refused with a
+    problem naming it, never a 500; nothing is stored."""
+    client = TestClient(api.app, headers=AUTH, raise_server_exceptions=False)
+    version = center.version
+    for timeout in (b"1" + b"0" * 400, b"-1" + b"0" * 400):
+        endpoint = {"url": "https://weather.example.com/now", "timeout": "T"}
+        body = json.dumps({**PUSHED, "endpoint": endpoint}).encode().replace(b'"T"', timeout)
+        answer = client.post("/api/tools", content=body, headers=JSON_BODY)
+        detail = problem(answer, 400)["detail"]
+        assert "endpoint timeout must be a number of seconds" in detail
+        assert len(detail) < 200
+    with pytest.raises(CenterError, match="endpoint timeout"):
+        center.push_tool(
+            "weather", description="The weather.", input_schema=PUSHED["input_schema"],
+            endpoint={"url": "https://weather.example.com/now", "timeout": 10**5000},
+        )  # fmt: skip
+    assert center.version == version
+    assert "weather" not in [t["name"] for t in client.get("/api/tools").json()]
 
 
 def test_the_status_follows_the_failure_not_words_in_a_name(

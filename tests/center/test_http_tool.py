@@ -219,6 +219,10 @@ def test_validate_endpoint_fills_defaults_and_is_stable() -> None:
         ({"url": "https://a.test/", "timeout": 301}, "at most 300"),
         ({"url": "https://a.test/", "timeout": "5"}, "timeout must be a number"),
         ({"url": "https://a.test/", "timeout": float("nan")}, "timeout must be a number"),
+        ({"url": "https://a.test/", "timeout": 10**400}, "timeout must be a number"),
+        ({"url": "https://a.test/", "timeout": -(10**400)}, "timeout must be a number"),
+        ({"url": "https://a.test/", "timeout": 10**5000}, "timeout must be a number"),
+        ({"url": "https://a.test/", "timeout": True}, "timeout must be a number"),
         ({"url": "https://a.test/", "max_bytes": 0}, "max_bytes must be above 0"),
         ({"url": "https://a.test/", "max_bytes": 1.5}, "max_bytes must be a whole number"),
         ({"url": "https://a.test/", "max_bytes": True}, "max_bytes must be a whole number"),
@@ -292,3 +296,123 @@ async def test_a_tool_pushed_through_the_admin_api_joins_running_sessions(
         ("update", "ops"),
         ("register", "ops"),
     ]
+
+
+KEY = "k-SECRET-4242"
+PASSWORD = "pw-SECRET-777"
+
+
+def _hidden(value: object) -> bool:
+    """Whether neither secret of the pushed endpoint shows in ``value``."""
+    text = value if isinstance(value, str) else repr(value)
+    return KEY not in text and PASSWORD not in text
+
+
+async def test_pushed_endpoint_secrets_are_never_shown_but_still_sent(
+    endpoint: Endpoint, center: Any, toolset: Any
+) -> None:
+    """A pushed tool's header values and URL userinfo are ``***`` in the 201 answer,
+    ``GET /api/tools``, ``GET /api/tools/{name}``, the audit (API, dashboard, store)
+    and the feed, while calls still send the real ones; pushing the masked form back
+    (an operator editing what the API showed) keeps them."""
+    import base64
+
+    from starlette.testclient import TestClient
+    from toolweave.center._admin import admin_app
+
+    session = toolset.session()
+    center.attach(session)
+    api = TestClient(admin_app(center, tokens={"ops": "0123456789abcdef"}))
+    auth = {"Authorization": "Bearer 0123456789abcdef"}
+    url = endpoint.url("/weather", host=f"bot:{PASSWORD}@127.0.0.1")
+    spec = {"url": url, "headers": {"X-Api-Key": KEY}, "allow_loopback": True, "timeout": 5}
+    body = {"name": "weather", "description": "The weather in a city, now.",
+            "input_schema": SCHEMA, "endpoint": spec}  # fmt: skip
+    answers = [api.post("/api/tools", json=body, headers=auth)]
+    assert answers[0].status_code == 201, answers[0].text
+    shown = answers[0].json()["endpoint"]
+    assert shown["headers"] == {"X-Api-Key": "***"}
+    assert shown["url"] == f"http://***@127.0.0.1:{endpoint.port}/weather"
+
+    async def call() -> dict[str, str]:
+        result = await session.call("weather", {"city": "Oslo"})
+        assert result.error is None, result.text
+        return endpoint.received[-1][2]
+
+    basic = "Basic " + base64.b64encode(f"bot:{PASSWORD}".encode()).decode()
+    sent = await call()
+    assert (sent["x-api-key"], sent["authorization"]) == (KEY, basic)
+
+    # The operator sends back what the API showed, with a new description.
+    again = api.post(
+        "/api/tools", json={**body, "description": "Weather now.", "endpoint": shown}, headers=auth
+    )
+    assert again.status_code == 201, again.text
+    answers.append(again)
+    assert center.tool("weather").record.endpoint["headers"] == {"X-Api-Key": KEY}
+    assert center.tool("weather").record.endpoint["url"] == url
+    sent = await call()
+    assert (sent["x-api-key"], sent["authorization"]) == (KEY, basic)
+    # A '***' standing for nothing stored is refused, not stored as the secret.
+    bad = {**shown, "headers": {"X-Api-Key": "***", "X-Other": "***"}}
+    refused = api.post("/api/tools", json={**body, "endpoint": bad}, headers=auth)
+    assert refused.status_code == 400
+    assert "none is stored under that name" in refused.json()["detail"]
+
+    answers += [api.get("/api/tools", headers=auth), api.get("/api/tools/weather", headers=auth)]
+    assert api.delete("/api/tools/weather", headers=auth).status_code == 204
+    answers += [
+        api.get("/api/audit", params={"type": "change", "tool": "weather"}, headers=auth),
+        api.get("/fragments/audit", params={"tool": "weather"}, headers=auth),
+        refused,
+    ]
+    for answer in answers:
+        assert answer.status_code in (200, 201, 400), answer.text
+        assert _hidden(answer.text), answer.request.url
+    audit = center.audit(type="change", tool="weather")
+    assert [e.outcome for e in audit] == ["unregister", "update", "register"]
+    assert audit[-1].after["endpoint"]["headers"] == {"X-Api-Key": "***"}
+    kept = center.store.query_audit(type="change", tool="weather", limit=10)
+    everything = [*kept, *center.store.changes_since(0), *center.changes_since(0)]
+    assert _hidden(everything)
+
+
+def test_records_show_their_endpoint_masked(center: Any) -> None:
+    """A pushed tool's record keeps the real endpoint (calls need it); its JSON form, its
+    state's, its ``repr`` and audit entries an earlier version stored in clear show the
+    secrets as ``***``."""
+    from toolweave.center import AuditEntry
+
+    endpoint = {"url": f"https://bot:{PASSWORD}@api.example.com/now", "headers": {"X-Key": KEY}}
+    center.push_tool("weather", description="The weather.", input_schema=SCHEMA, endpoint=endpoint)
+    state = center.tool("weather")
+    assert state.record.endpoint["headers"] == {"X-Key": KEY}
+    assert state.record.to_dict(reveal=True)["endpoint"]["url"] == endpoint["url"]
+    for shown in (state.to_dict(), state.record.to_dict(), repr(state), repr(state.record)):
+        assert _hidden(shown)
+    assert state.to_dict()["endpoint"]["url"] == "https://***@api.example.com/now"
+    old = AuditEntry(1.0, "change", tool="weather", outcome="register", actor="ops",
+                     after={"name": "weather", "endpoint": endpoint})  # fmt: skip
+    center.store.append_audit([old])
+    (read,) = center.audit(type="change", tool="weather", until=2.0)
+    assert read.after["endpoint"] == {
+        "url": "https://***@api.example.com/now",
+        "headers": {"X-Key": "***"},
+    }
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"ftp://bot:{PASSWORD}@api.example.com/now",
+        f"https://bot:{PASSWORD}@/now",
+        f"https://bot:{PASSWORD}@api.example.com:99999/now",
+    ],
+)
+def test_endpoint_messages_never_show_the_url_userinfo(url: str) -> None:
+    """A refused endpoint URL is quoted without its userinfo (the problem document goes
+    back to the client, and may be logged)."""
+    with pytest.raises(CenterError) as caught:
+        validate_endpoint({"url": url})
+    assert _hidden(str(caught.value))
+    assert "***@" in str(caught.value)

@@ -3,7 +3,10 @@ change feed (shown as ``***``), while hosts still get the real values to connect
 
 from __future__ import annotations
 
-from toolweave.center import Center
+from typing import Any
+
+import pytest
+from toolweave.center import Center, CenterError
 from toolweave.center._model import ChangeEvent
 
 ENTRY = {
@@ -77,3 +80,87 @@ def test_events_read_back_are_masked_even_when_stored_in_clear(center: Center) -
     replayed = center.changes_since(0)
     assert replayed[-1].detail["value"] == {**STDIO, "env": {"API_KEY": "***"}}
     assert _clean([e.detail for e in replayed])
+
+
+def test_masked_values_sent_back_keep_the_stored_secrets(center: Center) -> None:
+    """An operator who edits the masked entry a listing showed and pushes it back keeps
+    the real secrets: a ``***`` value or userinfo stands for the stored one; an entry
+    sent back unchanged changes nothing."""
+    center.push_mcp_server("docs", ENTRY, actor="ops")
+    center.push_mcp_server("local", STDIO, actor="ops")
+    shown = center.mcp_servers()
+
+    assert center.push_mcp_server("docs", shown["docs"], actor="ops") is False
+    edited = {**shown["docs"], "headers": {**shown["docs"]["headers"], "X-Trace": "on"}}
+    assert center.push_mcp_server("docs", edited, actor="ops") is True
+    assert center.push_mcp_server("local", {**shown["local"], "args": []}, actor="ops") is True
+    assert center.mcp_servers(reveal=True) == {
+        "docs": {**ENTRY, "headers": {**ENTRY["headers"], "X-Trace": "on"}},
+        "local": {**STDIO, "args": []},
+    }
+    # The path may change; the host may not (the secret never follows it elsewhere).
+    moved = {**shown["docs"], "url": "https://***@mcp.example.com/v2/mcp"}
+    center.push_mcp_server("docs", moved, actor="ops")
+    revealed = center.mcp_servers(reveal=True)["docs"]
+    assert revealed["url"] == "https://bot:hunter2-pass@mcp.example.com/v2/mcp"
+    assert _clean(center.audit(type="change"))
+
+
+@pytest.mark.parametrize(
+    ("server_id", "entry", "message"),
+    [
+        ("new", {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "***"}},
+         "none is stored under that name"),
+        ("docs", {**ENTRY, "headers": {"X-Other": "***"}}, "none is stored under that name"),
+        ("docs", {**ENTRY, "url": "https://***@evil.example.com/mcp"}, "another scheme, host"),
+        ("docs", {**ENTRY, "url": "http://***@mcp.example.com/mcp"}, "another scheme, host"),
+        ("local", {**STDIO, "env": {"OTHER": "***"}}, "none is stored under that name"),
+        ("new", {"url": "https://***@mcp.example.com/mcp"}, "the stored url has none"),
+    ],
+)  # fmt: skip
+def test_a_mask_standing_for_nothing_stored_is_refused(
+    center: Center, server_id: str, entry: dict[str, Any], message: str
+) -> None:
+    """A ``***`` with no stored value behind it (a new server, a new name, another host)
+    is refused: it would otherwise become the secret itself."""
+    center.push_mcp_server("docs", ENTRY, actor="ops")
+    center.push_mcp_server("local", STDIO, actor="ops")
+    before = center.mcp_servers(reveal=True)
+    with pytest.raises(CenterError, match=message) as caught:
+        center.push_mcp_server(server_id, entry, actor="ops")
+    assert caught.value.problem == "invalid"
+    assert center.mcp_servers(reveal=True) == before
+
+
+BAD_ENTRIES = [
+    ({"command": 5}, "command"),
+    ({"command": "uvx", "args": "mcp-server-time"}, "args"),
+    ({"command": "x", "args": ["a"], "env": [1]}, "env"),
+    ({"url": 5}, "url"),
+    ({"url": "ftp://bot:hunter2-pass@mcp.example.com/mcp"}, "url"),
+    ({"url": "https://mcp.example.com/mcp", "headers": {"Authorization": 5}}, "headers"),
+    ({"command": "x", "url": "https://mcp.example.com/mcp"}, "url"),
+    ({"command": "x", "type": "sse"}, "type"),
+    ({"command": "x", "timeout": 5}, "timeout"),
+]
+
+
+@pytest.mark.parametrize(("entry", "field"), BAD_ENTRIES)
+def test_malformed_entries_are_refused_with_the_loaders_rules(
+    center: Center, loader_check: None, entry: dict[str, Any], field: str
+) -> None:
+    """With the MCP layer's check installed, an entry its configuration loader would
+    refuse (so a following pool could never connect it) is refused when pushed, with
+    a CenterError naming the field; nothing is stored, no secret is repeated."""
+    version = center.version
+    with pytest.raises(CenterError) as caught:
+        center.push_mcp_server("bad", entry, actor="ops")
+    assert caught.value.problem == "invalid"
+    message = str(caught.value)
+    assert message.startswith("the entry of MCP server 'bad' is refused: ")
+    assert field in message
+    assert _clean(message)
+    assert center.mcp_servers() == {}
+    assert center.version == version
+    # A good entry still goes through the same check.
+    assert center.push_mcp_server("good", STDIO, actor="ops") is True

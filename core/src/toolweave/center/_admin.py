@@ -173,6 +173,8 @@ def _no_constant(name: str) -> Any:
 
 
 def _finite(text: str) -> float:
+    """The number ``text`` spells, refused (``ValueError``) when no float holds it (NaN,
+    infinities, ``1e999``)."""
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"the number {text[:30]} is out of range")
@@ -319,8 +321,8 @@ def admin_app(
                 session=q.get("session"),
                 tool=q.get("tool"),
                 outcome=q.get("outcome"),
-                since=_number(q, "since", float),
-                until=_number(q, "until", float),
+                since=_number(q, "since", _finite),
+                until=_number(q, "until", _finite),
                 limit=100 if limit is None else max(0, min(limit, 10_000)),
             )
         )

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
 
-from toolweave._secrets import MASK, strip_userinfo
+from toolweave._secrets import keep_secrets, mask_secrets
 from toolweave.catalog._config import did_you_mean
 from toolweave.catalog._describe import NOT_FOR_HINT, says_what_not
 from toolweave.center._model import (
@@ -33,9 +33,12 @@ from toolweave.center._model import (
     Status,
     ToolRecord,
     ToolState,
+    mask_record,
     nesting,
+    shown_number,
 )
 from toolweave.center._store import CenterStore, Flags, SQLiteCenterStore, _dump
+from toolweave.errors import ConfigError
 
 if TYPE_CHECKING:
     from toolweave.catalog._erasure import ErasedTool
@@ -43,7 +46,14 @@ if TYPE_CHECKING:
     from toolweave.center._attach import CenterHook
     from toolweave.runtime._session import Session
 
-__all__ = ["AuditMode", "Center", "CenterHealth", "source_of"]
+__all__ = [
+    "AuditMode",
+    "Center",
+    "CenterHealth",
+    "MCPEntryCheck",
+    "set_mcp_entry_check",
+    "source_of",
+]
 
 logger = logging.getLogger("toolweave")
 
@@ -53,6 +63,28 @@ only; ``required``: as ``on``, and a tool that is not read-only is refused
 (``unavailable``) while the audit cannot be written."""
 
 Subscriber = Callable[[ChangeEvent], Any]
+
+MCPEntryCheck = Callable[[str, Mapping[str, Any]], object]
+"""Checks one pushed MCP server entry (its id and its ``mcpServers``-form entry) as the
+hosts that follow the center will read it; raises :class:`~toolweave.ConfigError` (or
+``ValueError``) naming each problem."""
+
+_mcp_entry_check: MCPEntryCheck | None = None
+
+
+def set_mcp_entry_check(check: MCPEntryCheck | None) -> MCPEntryCheck | None:
+    """Make every center check a pushed MCP server entry with ``check`` before it is
+    stored (``None``: only that it has a ``command`` or a ``url``); returns the check
+    installed before.
+
+    It is how the MCP layer (above this one) gives the center the validation of its
+    configuration loader, the one a following pool reads the entries with: the center
+    never imports that layer.
+    """
+    global _mcp_entry_check
+    before, _mcp_entry_check = _mcp_entry_check, check
+    return before
+
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A name every provider accepts for a tool (and an MCP server id)."""
@@ -714,6 +746,16 @@ class Center:
                 f"tool name {name!r} must be 1-64 letters, digits, '_' or '-' (what every "
                 "provider accepts)"
             )
+        if isinstance(endpoint, Mapping):
+            # A header value or URL userinfo sent back as a listing shows it ('***')
+            # keeps the stored one.
+            self.refresh()
+            stored = self.snapshot.records.get(name)
+            before = stored.endpoint if stored is not None and stored.source == "api" else None
+            try:
+                endpoint = keep_secrets(endpoint, before)
+            except ValueError as exc:
+                raise CenterError(f"the endpoint of {name!r}: {exc}") from None
         record = ToolRecord(
             name=name,
             source="api",
@@ -766,16 +808,37 @@ class Center:
         """Register an MCP server entry (the ``mcpServers`` form: ``{"command", "args",
         "env"}`` or ``{"url", "headers"}``); hosts that follow the center
         (:meth:`MCPPool.follow <toolweave.mcp.MCPPool.follow>`) connect to it, and its
-        tools join their sessions under the source ``mcp:<server_id>``."""
+        tools join their sessions under the source ``mcp:<server_id>``.
+
+        An ``env`` or ``headers`` value, or a URL userinfo, given as ``***`` (as
+        :meth:`mcp_servers` shows them) keeps the value stored for it.
+
+        Raises:
+            CenterError: The id or the entry is malformed (no ``command`` or ``url``;
+                with the check :func:`set_mcp_entry_check` installed, anything it
+                refuses), a ``***`` stands for no stored value, or the store refuses the
+                change.
+        """
         if not _NAME.fullmatch(server_id):
             raise CenterError(f"server id {server_id!r} must be 1-64 letters, digits, '_' or '-'")
         if not isinstance(config, Mapping) or not ("command" in config or "url" in config):
             raise CenterError(
                 f"the entry of MCP server {server_id!r} needs a 'command' (stdio) or a 'url'"
             )
-        value = json.loads(json.dumps(dict(config)))
+        given = json.loads(json.dumps(dict(config)))
+        check = _mcp_entry_check
+
+        def update(old: Any) -> Any:
+            try:
+                value = keep_secrets(given, old)
+            except ValueError as exc:
+                raise CenterError(f"the entry of MCP server {server_id!r}: {exc}") from None
+            if check is not None:
+                _check_entry(check, server_id, value)
+            return value
+
         return self._change(
-            "mcp", server_id, "config", lambda _: value, actor=actor, reason=reason,
+            "mcp", server_id, "config", update, actor=actor, reason=reason,
             action="push_mcp", shown=_masked_value,
         )  # fmt: skip
 
@@ -797,7 +860,7 @@ class Center:
                 listings).
         """
         return {
-            target: dict(value) if reveal else mask_mcp_entry(value)
+            target: dict(value) if reveal else mask_secrets(value)
             for (scope, target, flag), value in self.snapshot.flags.items()
             if scope == "mcp" and flag == "config"
         }
@@ -920,7 +983,8 @@ class Center:
         limit: int = 100,
     ) -> list[AuditEntry]:
         """Audit entries (newest first) matching every filter given; queued call
-        entries are written first."""
+        entries are written first. Secrets in changes (a pushed MCP server's entry, a
+        pushed tool's endpoint) are shown as ``***``."""
         self.flush()
         entries = self.store.query_audit(
             type=type,
@@ -931,7 +995,7 @@ class Center:
             until=until,
             limit=limit,
         )
-        return [_masked_entry(e) if e.outcome in _MCP_ACTIONS else e for e in entries]
+        return [_masked_entry(e) if e.outcome in _SECRET_ACTIONS else e for e in entries]
 
     # -- lifecycle operations -------------------------------------------------------------
 
@@ -1351,33 +1415,40 @@ def _circuit(found: tuple[str, float]) -> str:
 
 
 _MCP_ACTIONS = frozenset({"push_mcp", "remove_mcp"})
+_RECORD_ACTIONS = frozenset({"register", "update", "unregister"})
+"""The audit's changes that keep a whole tool record (a pushed tool's endpoint in it)."""
+_SECRET_ACTIONS = _MCP_ACTIONS | _RECORD_ACTIONS
 
 
-def mask_mcp_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """A pushed MCP server entry with its ``env`` and ``headers`` values and the userinfo
-    of its ``url`` replaced by ``***``."""
-    out = dict(entry)
-    for key in ("env", "headers"):
-        value = out.get(key)
-        if isinstance(value, Mapping):
-            out[key] = {name: MASK for name in value}
-        elif value is not None:
-            out[key] = MASK
-    url = out.get("url")
-    if isinstance(url, str) and "@" in url:
-        out["url"] = strip_userinfo(url)
-    return out
+def _check_entry(check: MCPEntryCheck, server_id: str, entry: Mapping[str, Any]) -> None:
+    """Run ``check`` on a pushed MCP server entry; its problems become a CenterError."""
+    try:
+        check(server_id, entry)
+    except ConfigError as exc:
+        prefix = f"mcpServers.{server_id}."
+        problems = []
+        for issue in exc.issues:
+            where = issue.path.removeprefix(prefix) if issue.path else ""
+            got = "" if issue.actual is None else f" (got {shown_number(issue.actual)})"
+            problems.append(f"{where}: {issue.message}{got}" if where else issue.message + got)
+        raise CenterError(
+            f"the entry of MCP server {server_id!r} is refused: {'; '.join(problems)}"
+        ) from None
+    except ValueError as exc:
+        raise CenterError(f"the entry of MCP server {server_id!r} is refused: {exc}") from None
 
 
 def _masked_value(value: Any) -> Any:
     """``value`` with its secrets masked when it is a pushed MCP server entry."""
-    return mask_mcp_entry(value) if isinstance(value, Mapping) else value
+    return mask_secrets(value) if isinstance(value, Mapping) else value
 
 
 def _masked_entry(entry: AuditEntry) -> AuditEntry:
-    """An MCP server's audit entry with its secrets masked (entries written before the
-    audit kept them masked still hold them)."""
-    return replace(entry, before=_masked_value(entry.before), after=_masked_value(entry.after))
+    """A change's audit entry with the secrets it holds masked: a pushed MCP server's
+    entry, a tool record's endpoint (entries written before the audit kept them masked
+    still hold them)."""
+    shown = _masked_value if entry.outcome in _MCP_ACTIONS else mask_record
+    return replace(entry, before=shown(entry.before), after=shown(entry.after))
 
 
 def _masked_event(event: ChangeEvent) -> ChangeEvent:

@@ -10,7 +10,6 @@ redirect is checked again, and the exchange is bounded in time and size.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,7 +22,9 @@ from toolweave._netguard import (
     header_problem,
     literal_address,
 )
+from toolweave._secrets import strip_userinfo
 from toolweave.catalog import ErasedTool, external_tool
+from toolweave.center._model import finite, shown_number
 from toolweave.errors import CenterError, ErrorKind, ToolError, preview
 
 __all__ = [
@@ -60,14 +61,20 @@ _STATUS_KINDS = {
 
 def _number(endpoint: Mapping[str, Any], key: str, default: float, high: float) -> float:
     value = endpoint.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise CenterError(f"endpoint {key} must be a number of seconds (got {value!r})")
+    if not finite(value):  # a NaN, an infinity, an int too large for a float (10**400)
+        raise CenterError(
+            f"endpoint {key} must be a number of seconds above 0 and at most {high:g} "
+            f"(got {shown_number(value)})"
+        )
     if not 0 < value <= high:
-        raise CenterError(f"endpoint {key} must be above 0 and at most {high:g} (got {value!r})")
+        raise CenterError(
+            f"endpoint {key} must be above 0 and at most {high:g} (got {shown_number(value)})"
+        )
     return float(value)
 
 
 def _check_url(url: object, allow_private: bool, allow_loopback: bool) -> str:
+    """``url``, checked; messages show it without its userinfo (a password)."""
     if not isinstance(url, str) or not url:
         raise CenterError("endpoint url must be a non-empty string (an http or https URL)")
     if len(url) > _MAX_URL:
@@ -79,14 +86,14 @@ def _check_url(url: object, allow_private: bool, allow_loopback: bool) -> str:
         host = parts.hostname
         parts.port  # noqa: B018 (raises on a port that is not a number in range)
     except ValueError as exc:
-        raise CenterError(f"endpoint url {preview(url, 100)!r} is malformed ({exc})") from None
+        raise CenterError(f"endpoint url {_shown(url)!r} is malformed ({exc})") from None
     if parts.scheme not in ("http", "https"):
         raise CenterError(
             f"endpoint url must be http or https, not {parts.scheme or 'scheme-less'} "
-            f"({preview(url, 100)!r})"
+            f"({_shown(url)!r})"
         )
     if not host:
-        raise CenterError(f"endpoint url {preview(url, 100)!r} names no host")
+        raise CenterError(f"endpoint url {_shown(url)!r} names no host")
     try:
         literal = literal_address(host)
     except ToolError as exc:
@@ -102,6 +109,10 @@ def _check_url(url: object, allow_private: bool, allow_loopback: bool) -> str:
                 f"endpoint url points at {article} {kind.replace('_', '-')} address; {fix}"
             )
     return url
+
+
+def _shown(url: str) -> str:
+    return preview(strip_userinfo(url), 100)
 
 
 def _check_headers(headers: object) -> dict[str, str]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from toolweave._secrets import mask_secrets
 from toolweave.errors import CenterError
 
 __all__ = [
@@ -60,6 +61,9 @@ class ToolRecord:
         endpoint: For a tool pushed through the admin API (source ``api``): where its
             calls are forwarded (``{"url", "headers", "timeout", "max_bytes",
             "allow_private", "allow_loopback"}``); attached sessions gain such tools.
+            It holds the real header values and URL userinfo (calls need them); every
+            form of the record shown to people (:meth:`to_dict`, the audit, ``repr``)
+            has them as ``***``.
     """
 
     name: str
@@ -73,17 +77,23 @@ class ToolRecord:
     roles: tuple[str, ...] | None = None
     versions: tuple[str, ...] = ()
     default_version: str = ""
-    endpoint: Mapping[str, Any] | None = None
+    endpoint: Mapping[str, Any] | None = field(default=None, repr=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form (what the store keeps)."""
+    def to_dict(self, *, reveal: bool = False) -> dict[str, Any]:
+        """JSON-able form, the endpoint's secrets (header values, URL userinfo) shown as
+        ``***``.
+
+        Args:
+            reveal: Keep the real values (what the store keeps; never for listings, the
+                audit or answers).
+        """
         data = asdict(self)
         data["input_schema"] = dict(self.input_schema)
         data["groups"] = list(self.groups)
         data["roles"] = None if self.roles is None else list(self.roles)
         data["versions"] = list(self.versions)
         data["endpoint"] = None if self.endpoint is None else dict(self.endpoint)
-        return data
+        return data if reveal else mask_record(data)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolRecord:
@@ -103,6 +113,17 @@ class ToolRecord:
             default_version=str(data.get("default_version", "")),
             endpoint=data.get("endpoint"),
         )
+
+
+def mask_record(data: Any) -> Any:
+    """A record's JSON form (:meth:`ToolRecord.to_dict`) with its endpoint's secrets
+    shown as ``***``; anything else as it is."""
+    if not isinstance(data, Mapping):
+        return data
+    endpoint = data.get("endpoint")
+    if not isinstance(endpoint, Mapping):
+        return data
+    return {**data, "endpoint": mask_secrets(endpoint)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +148,10 @@ class BreakerSettings:
     def __post_init__(self) -> None:
         for name in ("failures", "window", "cooldown", "slow_ms"):
             value = getattr(self, name)
-            if value is not None and not _finite(value):
-                raise CenterError(f"breaker {name} must be a finite number (got {value!r:.40})")
+            if value is not None and not finite(value):
+                raise CenterError(
+                    f"breaker {name} must be a finite number (got {shown_number(value)})"
+                )
         if self.failures < 1 or self.window <= 0 or self.cooldown < 0:
             raise CenterError(
                 "breaker settings need failures >= 1, window > 0 and cooldown >= 0 "
@@ -163,11 +186,25 @@ def nesting(value: Any) -> int:
     return deepest
 
 
-def _finite(value: Any) -> bool:
+def finite(value: Any) -> bool:
+    """Whether ``value`` is an int or a float a float can hold (``False`` for a bool,
+    NaN, an infinity, and an int too large for a float, such as ``10**400``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
     try:
-        return isinstance(value, int | float) and math.isfinite(value)
+        return math.isfinite(value)
     except OverflowError:  # an int too large for a float
         return False
+
+
+def shown_number(value: Any) -> str:
+    """``repr(value)`` (a number, most often) cut to 40 characters, for a message (an int
+    of more than 4300 digits has no ``repr`` at all)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return "a number too long to show"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 LOCAL_SLOW_MS = 500.0
@@ -294,7 +331,7 @@ class ToolState:
         return self.record.name
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
+        """JSON-able form (the endpoint's secrets shown as ``***``)."""
         return {
             **self.record.to_dict(),
             "status": self.status.value,

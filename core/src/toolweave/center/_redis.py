@@ -20,6 +20,7 @@ from toolweave.center._model import (
     CenterError,
     ChangeEvent,
     ToolRecord,
+    mask_record,
 )
 from toolweave.center._store import (
     FEED_KEEP,
@@ -244,7 +245,7 @@ class RedisCenterStore(CenterStore):
             updates: dict[str, str] = {}
             changes: list[tuple[str, str, dict[str, Any], AuditEntry | None]] = []
             for record, old in zip(records, found, strict=True):
-                data = record.to_dict()
+                data = record.to_dict(reveal=True)
                 if old is not None:
                     before = json.loads(old)
                     if before["source"] != record.source:
@@ -259,13 +260,14 @@ class RedisCenterStore(CenterStore):
                         continue
                     audit = AuditEntry(
                         time.time(), "change", tool=record.name, outcome="update",
-                        actor=actor, before=before, after=data, reason="",
+                        actor=actor, before=mask_record(before), after=mask_record(data),
+                        reason="",
                     )  # fmt: skip
                     changes.append(("changed", record.name, {"source": record.source}, audit))
                 else:
                     audit = AuditEntry(
                         time.time(), "change", tool=record.name, outcome="register",
-                        actor=actor, after=data, reason="",
+                        actor=actor, after=mask_record(data), reason="",
                     )  # fmt: skip
                     changes.append(("added", record.name, {"source": record.source}, audit))
                 updates[record.name] = _dump(data)
@@ -295,7 +297,7 @@ class RedisCenterStore(CenterStore):
 
             audit = AuditEntry(
                 time.time(), "change", tool=name, outcome="unregister", actor=actor,
-                before=json.loads(old), reason=reason,
+                before=mask_record(json.loads(old)), reason=reason,
             )  # fmt: skip
             return writes, [("removed", name, {}, audit)]
 

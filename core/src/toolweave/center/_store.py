@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any, final
 
 from toolweave.catalog._versions import version_key
-from toolweave.center._model import AuditEntry, CallRow, CenterError, ChangeEvent, ToolRecord
+from toolweave.center._model import (
+    AuditEntry,
+    CallRow,
+    CenterError,
+    ChangeEvent,
+    ToolRecord,
+    mask_record,
+)
 from toolweave.state import make_folder
 
 __all__ = ["CenterStore", "Flags", "SQLiteCenterStore", "StoreSnapshot"]
@@ -442,7 +449,7 @@ class SQLiteCenterStore(CenterStore):
                 row = conn.execute(
                     "SELECT source, record FROM tools WHERE name = ?", (record.name,)
                 ).fetchone()
-                data = record.to_dict()
+                data = record.to_dict(reveal=True)
                 if row is not None:
                     source, old = row
                     if source != record.source:
@@ -456,7 +463,10 @@ class SQLiteCenterStore(CenterStore):
                     if old == _dump(data):
                         continue
                     kind = "changed"
-                    self._audit_change(conn, record.name, "update", before, data, actor, "")
+                    self._audit_change(
+                        conn, record.name, "update", mask_record(before), mask_record(data),
+                        actor, "",
+                    )  # fmt: skip
                 else:
                     kind, before = "added", None
                 conn.execute(
@@ -465,7 +475,9 @@ class SQLiteCenterStore(CenterStore):
                 )
                 events.append(self._bump(conn, kind, record.name, {"source": record.source}))
                 if kind == "added":
-                    self._audit_change(conn, record.name, "register", before, data, actor, "")
+                    self._audit_change(
+                        conn, record.name, "register", before, mask_record(data), actor, ""
+                    )
         return events
 
     def unregister(self, name: str, *, actor: str, reason: str) -> list[ChangeEvent]:
@@ -475,7 +487,8 @@ class SQLiteCenterStore(CenterStore):
                 raise CenterError(f"the center holds no tool named {name!r}", problem="not_found")
             conn.execute("DELETE FROM tools WHERE name = ?", (name,))
             conn.execute("DELETE FROM flags WHERE scope = 'tool' AND target = ?", (name,))
-            self._audit_change(conn, name, "unregister", json.loads(row[0]), None, actor, reason)
+            before = mask_record(json.loads(row[0]))
+            self._audit_change(conn, name, "unregister", before, None, actor, reason)
             return [self._bump(conn, "removed", name, {})]
 
     def update_flag(
