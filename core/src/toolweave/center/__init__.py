@@ -22,7 +22,16 @@ See ``docs/operating.md`` for the operator's guide.
 """
 
 from toolweave.center._attach import CenterHook
-from toolweave.center._center import AuditMode, Center, CenterHealth, Snapshot, bucket, source_of
+from toolweave.center._center import (
+    AuditMode,
+    Center,
+    CenterHealth,
+    MCPEntryCheck,
+    Snapshot,
+    bucket,
+    set_mcp_entry_check,
+    source_of,
+)
 from toolweave.center._model import (
     AuditEntry,
     BreakerSettings,
@@ -44,11 +53,13 @@ __all__ = [
     "CenterHook",
     "CenterStore",
     "ChangeEvent",
+    "MCPEntryCheck",
     "SQLiteCenterStore",
     "Snapshot",
     "Status",
     "ToolRecord",
     "ToolState",
     "bucket",
+    "set_mcp_entry_check",
     "source_of",
 ]

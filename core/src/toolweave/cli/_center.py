@@ -677,6 +677,7 @@ def serve(
         toolweave center serve                           # http://127.0.0.1:8770/
         toolweave center serve --host 0.0.0.0 --token ops=$(openssl rand -hex 16)
     """
+    import importlib
     import os
 
     import anyio
@@ -686,6 +687,8 @@ def serve(
 
     tokens = parse_tokens(token or os.environ.get(TOKENS_ENV))
     check_exposure(host, tokens)
+    with contextlib.suppress(ImportError):  # pushed MCP entries checked as pools read them
+        importlib.import_module("toolweave.mcp")
     with open_center(center, workspace, create=True) as c:
 
         def ready(url: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -203,12 +204,41 @@ def _translate(exc: BaseException, command: str = "") -> CliError:
     if isinstance(exc, ModuleNotFoundError) and "pip install" in str(exc):
         return CliError(str(exc), "install the optional extra named above")
     if isinstance(exc, OSError):
-        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        return CliError(f"{exc.strerror or exc}{where}", "check the path and its permissions")
+        return _os_error(exc)
     return CliError(
         f"unexpected {type(exc).__name__}: {exc}",
         f"this is a bug in toolweave or a pack; rerun with {DEBUG_ENV}=1 for the traceback",
     )
+
+
+_PATH_ERRNOS = frozenset(
+    {
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EACCES,
+        errno.EEXIST,
+        errno.ENOTEMPTY,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+        errno.EROFS,
+    }
+)
+"""Error numbers that are about a path (a missing file, a directory, permissions)."""
+
+
+def _os_error(exc: OSError) -> CliError:
+    """The error line of an operating-system error; the hint about paths only for an
+    error about a path (one naming a file, or whose number is about paths): a broken
+    pipe or a reset connection is not."""
+    text = exc.strerror or str(exc) or type(exc).__name__
+    files = [str(f) for f in (exc.filename, exc.filename2) if f is not None]
+    if files or exc.errno in _PATH_ERRNOS:
+        where = f" ({' -> '.join(files)})" if files else ""
+        return CliError(f"{text}{where}", "check the path and its permissions")
+    if isinstance(exc, ConnectionError):
+        return CliError(text, "the other end of a pipe or connection went away")
+    return CliError(text)
 
 
 def guarded(fn: Callable[P, R]) -> Callable[P, R]:

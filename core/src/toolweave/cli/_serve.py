@@ -181,7 +181,12 @@ def serve(
             anyio.run(main)
         except BaseException as exc:
             leaf = _leaf(exc)  # the task group wraps what the server raised
-            if not isinstance(leaf, KeyboardInterrupt):
+            if isinstance(leaf, KeyboardInterrupt):
+                pass
+            elif address is None and isinstance(leaf, (BrokenPipeError, ConnectionResetError)):
+                # The client went away (the server itself ends quietly then): no error.
+                err.print("[dim]the MCP client closed the connection[/]")
+            else:
                 raise leaf from None
         finally:
             if terminal is not None:

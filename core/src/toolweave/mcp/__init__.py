@@ -25,6 +25,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
         name="mcp",
     ) from exc
 
+from toolweave.center import set_mcp_entry_check
 from toolweave.mcp._config import ServerConfig, load_servers, parse_servers
 from toolweave.mcp._connection import ServerState, ServerStatus
 from toolweave.mcp._names import DEFAULT_PREFIX
@@ -36,6 +37,15 @@ from toolweave.mcp._server import (
     serve_http,
     serve_stdio,
 )
+
+
+def _check_pushed_entry(server_id: str, entry: object) -> None:
+    """A pushed MCP server entry, read as the pools that follow the center read it."""
+    parse_servers({"mcpServers": {server_id: entry}}, source="the pushed entry")
+
+
+set_mcp_entry_check(_check_pushed_entry)
+"""Centers of this process refuse the entries their following pools could not read."""
 
 __all__ = [
     "DEFAULT_PREFIX",

@@ -252,6 +252,8 @@ def _issue(server_id: str, root: str, field: str, message: str, actual: Any = No
         actual = None
     elif top == "url" and isinstance(actual, str):
         actual = strip_userinfo(actual)
+    elif _long_int(actual):
+        actual = f"an integer of {_digits(actual)} digits"
     return ConfigIssue(
         tool_id=f"mcp:{server_id}",
         message=message,
@@ -274,6 +276,52 @@ def _prepare(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 MIN_HEARTBEAT_S = 0.1
 MAX_HEARTBEAT_S = 3600.0
+
+_DURATIONS: dict[str, str] = {
+    "heartbeat_interval": f"{MAX_HEARTBEAT_S:g} s",  # only a file's `mcp_servers` form has it
+    "poll_interval": f"{MAX_POLL_MS} ms",
+    "timeout": f"{MAX_TIMEOUT_MS} ms",
+    "connect_timeout": f"{MAX_CONNECT_TIMEOUT_MS} ms",
+    "retry_delay": "10000 ms",
+    "retry_min_remaining": f"{MAX_TIMEOUT_MS} ms",
+}
+"""The fields held as floats, with their upper bound (for messages)."""
+
+
+def _long_int(value: Any) -> bool:
+    """Whether ``value`` is an integer too long to show (or to hold as a float)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64
+
+
+def _digits(value: int) -> int:
+    """The number of decimal digits of ``value`` (about, past 4000 digits: Python refuses
+    to write out an integer of more than 4300 digits)."""
+    value = abs(value)
+    if value.bit_length() < 13_000:
+        return len(str(value))
+    return int(value.bit_length() * 0.30103) + 1
+
+
+def _huge_numbers(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The fields held as floats whose value is an integer too large for a float (JSON
+    and TOML read ``1`` followed by 400 zeros as such an integer), as (field, message):
+    checked before anything converts them, which would raise ``OverflowError``."""
+    problems: list[tuple[str, str]] = []
+    for field, bound in _DURATIONS.items():
+        value = data.get(field)
+        if not isinstance(value, int) or not _long_int(value):
+            continue
+        try:
+            float(value)
+        except OverflowError:
+            problems.append(
+                (
+                    field,
+                    f"`{field}` is too large (a number of {_digits(value)} digits; "
+                    f"at most {bound})",
+                )
+            )
+    return problems
 
 
 def _design_form(data: dict[str, Any]) -> list[tuple[str, str]]:
@@ -394,6 +442,11 @@ def parse_servers(data: Any, *, source: str = "configuration") -> dict[str, Serv
                 if unknown:
                     continue
             prepared = _prepare(raw)
+            huge = _huge_numbers(prepared)
+            for field, message in huge:
+                issues.append(_issue(server_id, root, field, message))
+            if huge:
+                continue
             if root == "mcp_servers":
                 problems = _design_form(prepared)
                 for field, message in problems:

@@ -22,7 +22,13 @@ from mcp.shared.exceptions import MCPError
 
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.mcp._config import ServerConfig, redact
-from toolweave.mcp._convert import error_from_mcp, result_from_mcp
+from toolweave.mcp._convert import (
+    closed_by_sdk,
+    error_from_mcp,
+    result_from_mcp,
+    sent_by_server,
+    timeout_error,
+)
 from toolweave.mcp._listing import ListingGuard
 from toolweave.mcp._names import subject
 from toolweave.mcp._transport import open_target
@@ -383,6 +389,15 @@ class ServerConnection:
     ) -> None:
         """Connect and serve once; the stderr tail goes into the failure's text."""
         deadline = anyio.current_time() + config.connect_timeout / 1000
+        ended: list[bool] = []
+
+        def ended_early() -> None:
+            # The server's output ended before the handshake did: the SDK would wait
+            # for the answer until the connect timeout.
+            if self.state is ServerState.CONNECTING:
+                ended.append(True)
+                scope.cancel()
+
         with anyio.CancelScope(deadline=deadline) as scope:
             try:
                 self._guard = ListingGuard()
@@ -392,6 +407,7 @@ class ServerConnection:
                     errlog,
                     lambda: self.state is not ServerState.ONLINE,
                     self._guard,
+                    ended_early,
                 )
                 await self._session(target, scope, closed)
             except Exception as exc:
@@ -402,7 +418,11 @@ class ServerConnection:
                 ) from exc
         if scope.cancelled_caught and self.state is ServerState.CONNECTING:
             tail = _tail(errlog)
-            public = f"no handshake within {config.connect_timeout:g} ms"
+            public = (
+                "the server closed its output before the handshake"
+                if ended
+                else f"no handshake within {config.connect_timeout:g} ms"
+            )
             raise _ConnectionLost(public + (f" (server stderr: {tail})" if tail else ""), public)
 
     async def _session(self, target: Any, scope: anyio.CancelScope, closed: anyio.Event) -> None:
@@ -528,7 +548,7 @@ class ServerConnection:
             except SubscriptionLost:
                 logger.debug("list_changed subscription of %r lost; listening again", self.id)
             except MCPError as exc:
-                if exc.code == types.CONNECTION_CLOSED:
+                if closed_by_sdk(exc):
                     raise
                 logger.info("MCP server %r refused subscriptions/listen: %s", self.id, exc)
                 return
@@ -617,6 +637,7 @@ class ServerConnection:
         the connection ends under it, the SDK ends the request with ``CONNECTION_CLOSED``
         (``unavailable``, may be retried); a server in this process runs the call in
         the caller's task, where only the caller's deadline or cancellation stops it.
+        An error the server answers (``CONNECTION_CLOSED`` included) is never retried.
         """
         client = self.client
         if client is None or self._calls is None or self.state is not ServerState.ONLINE:
@@ -624,9 +645,7 @@ class ServerConnection:
         try:
             result = await client.call_tool(remote, arguments)
         except MCPError as exc:
-            transient = exc.code == types.CONNECTION_CLOSED
-            error = error_from_mcp(exc, name, remote, self.id, self.config.timeout)
-            return Failure(error, transient)
+            return self._error_failure(exc, name, remote)
         except Exception as exc:
             return _call_failure(exc, name, remote, self.id)
         try:
@@ -640,29 +659,40 @@ class ServerConnection:
         name, remote = pending.name, pending.remote
         try:
             with pending.scope:
-                try:
-                    result = await client.call_tool(
-                        remote,
-                        arguments,
-                        read_timeout_seconds=self.config.timeout_s,
-                        progress_callback=pending.progress,
-                    )
-                except MCPError as exc:
-                    transient = exc.code == types.CONNECTION_CLOSED
-                    error = error_from_mcp(exc, name, remote, self.id, self.config.timeout)
-                    pending.finish(Failure(error, transient))
-                    return
-                except Exception as exc:
-                    pending.finish(_call_failure(exc, name, remote, self.id))
-                    return
-                try:
-                    pending.finish(result_from_mcp(result, name, remote, self.id))
-                except ToolError as err:
-                    pending.finish(Failure(err, transient=False))
+                # The call's deadline is ours, not the SDK's read timeout, whose error
+                # has the code a server may send too (REQUEST_TIMEOUT); the SDK tells
+                # the server of the cancellation either way.
+                with anyio.move_on_after(self.config.timeout_s) as timer:
+                    try:
+                        result = await client.call_tool(
+                            remote, arguments, progress_callback=pending.progress
+                        )
+                    except MCPError as exc:
+                        pending.finish(self._error_failure(exc, name, remote))
+                        return
+                    except Exception as exc:
+                        pending.finish(_call_failure(exc, name, remote, self.id))
+                        return
+                    try:
+                        pending.finish(result_from_mcp(result, name, remote, self.id))
+                    except ToolError as err:
+                        pending.finish(Failure(err, transient=False))
+                if timer.cancelled_caught:
+                    error = timeout_error(name, remote, self.id, self.config.timeout)
+                    pending.finish(Failure(error, transient=False))
         finally:
             self._pending.discard(pending)
             if not pending.done:
                 pending.finish(self._lost_failure(name, remote))
+
+    def _error_failure(self, exc: MCPError, name: str, remote: str) -> Failure:
+        """The failure of a call the SDK ended with ``exc``: transient (may be retried)
+        only when the SDK says the connection closed under it; an error the server
+        answered, whatever its code, is the server's word (``-32000`` is also the usual
+        code of a server's own errors) and is never retried."""
+        answered = sent_by_server(exc)
+        error = error_from_mcp(exc, name, remote, self.id, self.config.timeout, answered=answered)
+        return Failure(error, transient=not answered and closed_by_sdk(exc))
 
 
 def _call_failure(exc: Exception, name: str, remote: str, server: str) -> Failure:

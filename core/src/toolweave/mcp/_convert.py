@@ -6,6 +6,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
@@ -21,9 +22,12 @@ __all__ = [
     "ERROR_KIND_META",
     "annotations_for",
     "call_result_to_mcp",
+    "closed_by_sdk",
     "error_from_mcp",
     "result_from_mcp",
     "scope_from",
+    "sent_by_server",
+    "timeout_error",
 ]
 
 ERROR_KIND_META: Final = "toolweave/error_kind"
@@ -134,7 +138,67 @@ def result_from_mcp(
     return blocks, text
 
 
-def error_from_mcp(exc: MCPError, name: str, remote: str, server: str, timeout: float) -> ToolError:
+_SDK_CLOSED = "Connection closed"
+"""The message of the SDK's own ``CONNECTION_CLOSED`` errors: the connection ended (or
+its dispatcher stopped) while a request waited for its answer, or before it was sent.
+An SDK server that shuts down answers the requests it still holds with the same error."""
+_SDK_ABANDONED = (
+    "SSE stream ended without a response",
+    "SSE stream failed: ",
+    "SSE stream ended and reconnection attempts were exhausted",
+)
+"""How the SDK's streamable-HTTP transport begins the ``CONNECTION_CLOSED`` errors it
+makes up for a request whose answer can no longer arrive."""
+
+
+def closed_by_sdk(exc: MCPError) -> bool:
+    """Whether ``exc`` is the SDK's own word that the connection ended under a request
+    (the request may or may not have reached the server), rather than an error the
+    server answered with the same code.
+
+    The SDK reports a closed connection with ``CONNECTION_CLOSED`` (-32000), the code
+    servers commonly use for any error of their own, and gives both the same form: it
+    is told by its origin, the SDK's fixed wording with no ``data`` (``Connection
+    closed``; the ``SSE stream ...`` sentences of the HTTP transport), or a write that
+    failed on a closed transport (the error is raised while handling that failure).
+    """
+    if exc.code != types.CONNECTION_CLOSED:
+        return False
+    if isinstance(exc.__context__, (anyio.BrokenResourceError, anyio.ClosedResourceError)):
+        return True
+    message = exc.message
+    return exc.data is None and (message == _SDK_CLOSED or message.startswith(_SDK_ABANDONED))
+
+
+def sent_by_server(exc: MCPError) -> bool:
+    """Whether ``exc`` is an error the server answered (or one the transport made up for
+    an answer, like an HTTP error status): anything but the SDK's own word that the
+    connection closed (:func:`closed_by_sdk`) or that its read timeout ran out, which
+    it raises while handling the ``TimeoutError`` of its clock (the pool sets no such
+    timeout: a call's deadline is its own)."""
+    if exc.code == types.REQUEST_TIMEOUT:
+        return not isinstance(exc.__context__, TimeoutError)
+    return not closed_by_sdk(exc)
+
+
+def timeout_error(name: str, remote: str, server: str, timeout: float) -> ToolError:
+    """The error of a call that did not answer within its ``timeout`` (milliseconds)."""
+    return ToolError(
+        ErrorKind.TIMEOUT,
+        f"{subject(name, remote)} did not answer within {timeout:g} ms (MCP server "
+        f"{server!r}) and was cancelled; try a smaller request",
+    )
+
+
+def error_from_mcp(
+    exc: MCPError,
+    name: str,
+    remote: str,
+    server: str,
+    timeout: float,
+    *,
+    answered: bool = False,
+) -> ToolError:
     """The tool error for a JSON-RPC error answer (or a transport failure) of a call.
 
     Args:
@@ -143,15 +207,15 @@ def error_from_mcp(exc: MCPError, name: str, remote: str, server: str, timeout: 
         remote: The tool's name on the server.
         server: The server id.
         timeout: The call's timeout in milliseconds (the server's ``timeout``).
+        answered: The server sent ``exc`` (see :func:`sent_by_server`): a
+            ``CONNECTION_CLOSED`` or ``REQUEST_TIMEOUT`` it sends is an
+            ``execution_error`` with its message, like any error of its own; otherwise
+            those codes are the SDK's (``unavailable``, ``timeout``).
     """
     code = exc.code
-    if code == types.REQUEST_TIMEOUT:
-        return ToolError(
-            ErrorKind.TIMEOUT,
-            f"{subject(name, remote)} did not answer within {timeout:g} ms (MCP server "
-            f"{server!r}) and was cancelled; try a smaller request",
-        )
-    if code == types.CONNECTION_CLOSED:
+    if code == types.REQUEST_TIMEOUT and not answered:
+        return timeout_error(name, remote, server, timeout)
+    if code == types.CONNECTION_CLOSED and not answered:
         return ToolError(
             ErrorKind.UNAVAILABLE,
             f"{subject(name, remote)}: the MCP server {server!r} closed the connection during "

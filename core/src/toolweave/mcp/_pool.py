@@ -10,13 +10,13 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
 import anyio
 import anyio.abc
 import mcp.types as types
 
-from toolweave.errors import ConfigError, UsageError
+from toolweave.errors import ConfigError, ConfigIssue, UsageError
 from toolweave.mcp._config import ServerConfig, load_servers, parse_servers
 from toolweave.mcp._connection import ServerConnection, ServerState, ServerStatus, describe
 from toolweave.mcp._forward import remote_tool
@@ -63,6 +63,24 @@ def _retired(server_id: str) -> str:
 def _server_of(entry: ToolEntry) -> str:
     """The server id of a remote tool's entry (its source is ``mcp:<server>``)."""
     return entry.tool.source.removeprefix("mcp:")
+
+
+def _pushed_entries(center: Center) -> dict[str, Any]:
+    """The MCP server entries pushed to ``center``, by id, as stored (secrets included).
+
+    Read through :meth:`Center.mcp_servers <toolweave.center.Center.mcp_servers>`; when
+    a stored value cannot even be read as a mapping there (one written by another
+    version, say), each entry is taken as it is, to be validated (and refused) on its
+    own."""
+    try:
+        return dict(center.mcp_servers(reveal=True))
+    except (TypeError, ValueError) as exc:
+        logger.debug("reading the pushed MCP server entries one by one: %s", exc)
+    return {
+        str(target): value
+        for (scope, target, flag), value in center.snapshot.flags.items()
+        if scope == "mcp" and flag == "config"
+    }
 
 
 def _fingerprint(tool: types.Tool) -> str:
@@ -117,7 +135,9 @@ class MCPPool:
         center: A registry center whose pushed MCP server entries the pool follows
             (:meth:`Center.push_mcp_server <toolweave.center.Center.push_mcp_server>`):
             servers pushed, changed or removed there are connected, reconnected or
-            dropped within a second. Ids must differ from the pool's own servers'.
+            dropped within a second. Each entry is validated on its own: an invalid
+            one is left out (see :attr:`center_error`) and holds up no other. Ids must
+            differ from the pool's own servers'.
     """
 
     def __init__(
@@ -145,6 +165,11 @@ class MCPPool:
         """Bumped on every change of the pool's tools (like ``session.external_version``)."""
         self.reload_error: ConfigError | None = None
         """The problem with the server file at the last reload, if it was invalid."""
+        self.center_error: ConfigError | None = None
+        """The problems with the entries pushed to ``center``, as last read: each invalid
+        entry is left out (a server it changed keeps its last valid entry), every other
+        one is applied. ``None`` when they are all valid."""
+        self._center_problems = ""
         self._code_servers: dict[str, ServerConfig] = dict(servers or {})
         self._configs: dict[str, ServerConfig] = {}
         self._connections: dict[str, ServerConnection] = {}
@@ -337,20 +362,41 @@ class MCPPool:
             snapshot = center.snapshot
             if snapshot is not seen:
                 seen = snapshot
-                entries = center.mcp_servers(reveal=True)
-                try:
-                    pushed = parse_servers({"mcpServers": entries}, source="the center")
-                except ConfigError as exc:
-                    logger.error("MCP server entries pushed to the center not applied: %s", exc)
-                else:
-                    if pushed != self._center_servers:
-                        self._center_servers = pushed
-                        try:
-                            await self.reload()
-                        except ConfigError as exc:
-                            self.reload_error = exc
-                            logger.error("MCP servers not reloaded: %s", exc)
+                pushed = self._read_center(center)
+                if pushed != self._center_servers:
+                    self._center_servers = pushed
+                    try:
+                        await self.reload()
+                    except ConfigError as exc:
+                        self.reload_error = exc
+                        logger.error("MCP servers not reloaded: %s", exc)
             await anyio.sleep(interval)
+
+    def _read_center(self, center: Center) -> dict[str, ServerConfig]:
+        """The servers of the entries pushed to ``center``, each validated on its own: an
+        invalid entry is left out (and reported in :attr:`center_error` and the log), so
+        that it holds up no other addition, change or removal; a server it changed
+        keeps its last valid entry."""
+        pushed: dict[str, ServerConfig] = {}
+        issues: list[ConfigIssue] = []
+        for sid, entry in _pushed_entries(center).items():
+            try:
+                pushed.update(parse_servers({"mcpServers": {sid: entry}}, source="the center"))
+            except ConfigError as exc:
+                issues.extend(exc.issues)
+                kept = self._center_servers.get(sid)
+                if kept is not None:
+                    pushed[sid] = kept
+        self.center_error = ConfigError(issues) if issues else None
+        problems = str(self.center_error or "")
+        if problems != self._center_problems:  # said once, not at every look
+            self._center_problems = problems
+            if self.center_error is not None:
+                logger.warning(
+                    "MCP server entries pushed to the center left out (the others are applied): %s",
+                    self.center_error,
+                )
+        return pushed
 
     async def _file_changed(self) -> None:
         try:

@@ -26,6 +26,11 @@ only once each of them is answered (a request the client cancelled counts as
 answered), or after ``grace`` seconds, whichever comes first; the answers are written
 and flushed before the streams are given back. With nothing unanswered the input ends
 at once.
+
+A client that goes away (it closes its end of standard output, or a write fails with a
+broken pipe or a reset connection) ends the serving at once and quietly: nobody is left
+to read an answer, so the input ends without waiting, the calls in flight are
+cancelled, and what the server still writes is dropped.
 """
 
 from __future__ import annotations
@@ -67,19 +72,56 @@ async def stdio_streams(grace: float = 30.0) -> AsyncIterator[tuple[Any, Any]]:
     from mcp.server.stdio import stdio_server
 
     unanswered = _Unanswered()
-    pipes = _Pipes.claim()
-    if pipes is None:
-        async with stdio_server() as (read, write):
-            watched = _AnswerWatch(write, unanswered)
-            yield _Answering(read, write, None, unanswered, grace), watched
-        return
+    pipes = _Pipes.claim(unanswered)
     try:
-        lines, out = await pipes.open()
-        async with stdio_server(stdin=lines, stdout=out) as (read, write):  # type: ignore[arg-type]
-            watched = _AnswerWatch(write, unanswered)
-            yield _Answering(read, write, lines.pending, unanswered, grace), watched
-    finally:
-        await pipes.release()
+        if pipes is None:
+            async with stdio_server() as (read, write):
+                watched = _AnswerWatch(write, unanswered)
+                yield _Answering(read, write, None, unanswered, grace), watched
+            return
+        try:
+            lines, out = await pipes.open()
+            async with stdio_server(stdin=lines, stdout=out) as (read, write):  # type: ignore[arg-type]
+                watched = _AnswerWatch(write, unanswered)
+                yield _Answering(read, write, lines.pending, unanswered, grace), watched
+        finally:
+            await pipes.release()
+    except (OSError, BaseExceptionGroup) as exc:  # the SDK's own transport: a write failed
+        leaves = _leaves(exc)
+        if not all(_client_gone(leaf) for leaf in leaves):
+            raise
+        _say_gone(leaves[0])
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc`` (itself when it is no group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` says the client went away (a broken pipe, a reset connection)."""
+    import errno
+
+    if isinstance(exc, ConnectionError):
+        return True
+    return isinstance(exc, OSError) and exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.EIO)
+
+
+def _say_gone(exc: BaseException | None) -> None:
+    why = f" ({_describe(exc)})" if exc is not None else ""
+    logger.info(
+        "the MCP client closed the connection%s; stopping, with the calls in flight cancelled",
+        why,
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    """A few words for an error of a pipe (``Broken pipe``), never an empty text."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 class _Unanswered:
@@ -91,6 +133,8 @@ class _Unanswered:
     def __init__(self) -> None:
         self._ids: Counter[str] = Counter()
         self._changed: anyio.Event | None = None
+        self.abandoned = False
+        """The client went away: nothing is waited for any more."""
 
     def __len__(self) -> int:
         return self._ids.total()
@@ -127,13 +171,20 @@ class _Unanswered:
             if self._changed is not None:
                 self._changed.set()
 
+    def abandon(self) -> None:
+        """The client went away: stop waiting for the answers (nobody would read them)."""
+        self.abandoned = True
+        if self._changed is not None:
+            self._changed.set()
+
     async def wait(self, grace: float) -> None:
-        """Return once every request read is answered, or after ``grace`` seconds."""
+        """Return once every request read is answered, or after ``grace`` seconds, or
+        at once when the client went away."""
         with anyio.move_on_after(grace):
-            while self._ids:
+            while self._ids and not self.abandoned:
                 self._changed = anyio.Event()
                 await self._changed.wait()
-        if self._ids:
+        if self._ids and not self.abandoned:
             logger.warning(
                 "standard input closed; exiting with %d request(s) unanswered after %g s",
                 len(self),
@@ -395,29 +446,72 @@ class _Lines:
 
 
 class _Output:
-    """Standard output, as the SDK's transport writes it: ``write`` then ``flush``."""
+    """Standard output, as the SDK's transport writes it: ``write`` then ``flush``.
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    Once the client is gone (see :meth:`_Pipes.client_gone`) what is written is dropped:
+    the SDK's writer does not expect a failure, which would end the server with it.
+    """
+
+    def __init__(self, writer: asyncio.StreamWriter, pipes: _Pipes) -> None:
         self._writer = writer
+        self._pipes = pipes
 
     async def write(self, text: str) -> None:
-        self._writer.write(text.encode("utf-8"))
+        if not self._pipes.gone:
+            self._writer.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
-        await self._writer.drain()
+        if self._pipes.gone:
+            return
+        try:
+            await self._writer.drain()
+        except OSError as exc:  # ConnectionResetError, BrokenPipeError: the reader left
+            self._pipes.client_gone(exc)
+
+
+class _WriteProtocol(asyncio.streams.FlowControlMixin):
+    """The protocol of standard output: tells :class:`_Pipes` when the pipe is lost
+    (asyncio watches a pipe's write end, so a client that closes its end is seen at
+    once, with nothing to write)."""
+
+    def __init__(self, pipes: _Pipes, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self._pipes = pipes
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._pipes.client_gone(exc)
 
 
 class _Pipes:
     """Private duplicates of stdin and stdout, served on the running asyncio loop."""
 
-    def __init__(self, stdin: int, stdout: int) -> None:
+    def __init__(self, stdin: int, stdout: int, unanswered: _Unanswered | None = None) -> None:
         self.stdin = stdin
         self.stdout = stdout
+        self._unanswered = unanswered
         self._transports: list[asyncio.BaseTransport] = []
+        self._reading: asyncio.BaseTransport | None = None
         self._writer: asyncio.StreamWriter | None = None
+        self._released = False
+        self.gone = False
+        """The client went away: standard output is lost."""
+
+    def client_gone(self, exc: BaseException | None) -> None:
+        """Standard output is lost (the client closed its end, or a write failed): end
+        the input now, without waiting for the answers of the requests read, so that
+        the server stops and cancels the calls in flight."""
+        if self.gone or self._released:
+            return
+        self.gone = True
+        _say_gone(exc)
+        if self._unanswered is not None:
+            self._unanswered.abandon()
+        if self._reading is not None:
+            self._reading.close()  # the reader sees the end of its input
 
     @classmethod
-    def claim(cls) -> _Pipes | None:
+    def claim(cls, unanswered: _Unanswered | None = None) -> _Pipes | None:
         """Take over fds 0 and 1 when both are pipes or sockets on an asyncio loop."""
         if sys.platform == "win32" or not (_is_pipe(0) and _is_pipe(1)):
             return None
@@ -442,7 +536,7 @@ class _Pipes:
                 os.dup2(private, fd)
                 os.close(private)
             return None  # the SDK's transport copes as it can
-        return cls(taken[0], taken[1])
+        return cls(taken[0], taken[1], unanswered)
 
     async def open(self) -> tuple[_Lines, _Output]:
         loop = asyncio.get_running_loop()
@@ -452,20 +546,22 @@ class _Pipes:
             os.fdopen(self.stdin, "rb", buffering=0, closefd=False),
         )
         self._transports.append(read_transport)
+        self._reading = read_transport
         write_transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop=loop),
+            lambda: _WriteProtocol(self, loop),
             os.fdopen(self.stdout, "wb", buffering=0, closefd=False),
         )
         self._transports.append(write_transport)
         write_transport.set_write_buffer_limits(high=0)  # flush() waits until written
         self._writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
-        return _Lines(reader), _Output(self._writer)
+        return _Lines(reader), _Output(self._writer, self)
 
     async def release(self) -> None:
         """Finish writing, then give fds 0 and 1 back, blocking as they were."""
-        if self._writer is not None:
-            with suppress(ConnectionError, RuntimeError):  # the client went away
+        if self._writer is not None and not self.gone:
+            with suppress(OSError, RuntimeError):  # the client went away
                 await self._writer.drain()
+        self._released = True  # closing the pipes below is no client going away
         for transport in self._transports:
             transport.close()
         await asyncio.sleep(0)  # let the transports let go of the descriptors

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import os
 import signal
 import sys
@@ -17,12 +18,18 @@ from toolweave.mcp._config import ServerConfig
 from toolweave.mcp._listing import ListingGuard
 from toolweave.processes import protect_host
 
-__all__ = ["STOP_GRACE", "open_target"]
+__all__ = ["MAX_LINE", "STOP_GRACE", "open_target"]
+
+logger = logging.getLogger("toolweave.mcp")
 
 STOP_GRACE = 0.5
 """Seconds a healthy stdio server gets to exit after its stdin closes before it is killed
 (the SDK alone would wait 2 s, then SIGTERM and wait 2 s more). Then, exited or not, its
 process group is killed: processes it started do not outlive it."""
+
+MAX_LINE = 64 << 20
+"""The longest line (one JSON-RPC message) a stdio server may write, in bytes: a longer
+one ends the connection (a warning in the log) instead of filling the host's memory."""
 
 _spawned: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
     "toolweave_mcp_spawned", default=None
@@ -51,11 +58,78 @@ def _hook_spawn() -> bool:
         seen = _spawned.get()
         if seen is not None:
             seen.append(process)
+            stdout = getattr(process, "_stdout", None)
+            if stdout is not None:
+                process._stdout = _WholeLines(
+                    stdout, MAX_LINE, kwargs.get("command", "?"), lambda: _kill_group(process)
+                )
         return process
 
     spawn.toolweave_hook = True  # type: ignore[attr-defined]
     sdk._create_platform_compatible_process = spawn
     return True
+
+
+class _WholeLines:
+    """A stdio server's stdout handed on in whole lines, at most ``limit`` bytes each.
+
+    The SDK's reader appends each chunk it reads to what it holds of the current line
+    and splits the whole again, so a line of many chunks costs time in the square of its
+    length (a 100 MB line kept a core busy past the connect timeout). Handed whole
+    lines, it holds nothing between reads. A line over ``limit`` ends the stream and
+    calls ``kill`` (the server's output then ends too, so the SDK's drain of it ends and
+    the connection closes); what comes after is passed on as it comes.
+    """
+
+    __slots__ = ("_command", "_held", "_inner", "_kill", "_limit", "_over", "_size")
+
+    def __init__(
+        self, inner: Any, limit: int, command: str, kill: Callable[[], None] = lambda: None
+    ) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._command = command
+        self._kill = kill
+        self._held: list[bytes] = []
+        self._size = 0
+        self._over = False
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self._over:
+            return bytes(await self._inner.receive(max_bytes))
+        while True:
+            try:
+                chunk = bytes(await self._inner.receive(max_bytes))
+            except anyio.EndOfStream:
+                if not self._held:
+                    raise
+                rest = b"".join(self._held)
+                self._held, self._size = [], 0
+                return rest
+            cut = chunk.rfind(b"\n") + 1
+            if cut:
+                whole = b"".join((*self._held, chunk[:cut])) if self._held else chunk[:cut]
+                rest = chunk[cut:]
+                self._held, self._size = ([rest], len(rest)) if rest else ([], 0)
+                return whole
+            self._held.append(chunk)
+            self._size += len(chunk)
+            if self._size > self._limit:
+                self._over = True
+                self._held, self._size = [], 0
+                logger.warning(
+                    "MCP server %r wrote a message of more than %d MiB; it is stopped",
+                    self._command,
+                    self._limit >> 20,
+                )
+                self._kill()
+                raise anyio.EndOfStream
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def _kill_group(process: Any) -> None:
@@ -130,18 +204,27 @@ class _WatchedReadStream:
     An idle stdio server that exits is otherwise noticed only by the next request.
     """
 
-    __slots__ = ("_closed", "_guard", "_inner")
+    __slots__ = ("_closed", "_guard", "_inner", "_on_close")
 
-    def __init__(self, inner: Any, closed: anyio.Event, guard: ListingGuard | None) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        closed: anyio.Event,
+        guard: ListingGuard | None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
         self._inner = inner
         self._closed = closed
         self._guard = guard
+        self._on_close = on_close
 
     async def receive(self) -> Any:
         try:
             message = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._closed.set()
+            if self._on_close is not None:
+                self._on_close()
             raise
         return message if self._guard is None else self._guard.received(message)
 
@@ -199,11 +282,12 @@ async def _watched(
     transport: AbstractAsyncContextManager[Any],
     closed: anyio.Event,
     guard: ListingGuard | None = None,
+    on_close: Callable[[], None] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     async with transport as (read, write):
         if guard is not None:
             write = _GuardedWriteStream(write, guard)
-        yield _WatchedReadStream(read, closed, guard), write
+        yield _WatchedReadStream(read, closed, guard, on_close), write
 
 
 @asynccontextmanager
@@ -226,6 +310,7 @@ def open_target(
     errlog: TextIO | None,
     urgent: Callable[[], bool] = lambda: True,
     guard: ListingGuard | None = None,
+    on_close: Callable[[], None] | None = None,
 ) -> Any:
     """What to hand ``mcp.Client`` for ``config``: a transport, or an in-process server.
 
@@ -238,15 +323,16 @@ def open_target(
         guard: Sees the messages of a stdio or HTTP connection, and takes out of its
             ``tools/list`` answers the tools the SDK would refuse (an in-process server's
             answers do not pass through it).
+        on_close: Called (with ``closed`` set) when the read side ends.
     """
     if config.type == "memory":
         return config.server
     if config.type == "http":
-        return _watched(_http(config), closed, guard)
+        return _watched(_http(config), closed, guard, on_close)
     from mcp.client.stdio import StdioServerParameters
 
     assert config.command is not None
     params = StdioServerParameters(
         command=config.command, args=list(config.args), env=dict(config.env), cwd=config.cwd
     )
-    return _watched(_stdio(params, errlog, urgent), closed, guard)
+    return _watched(_stdio(params, errlog, urgent), closed, guard, on_close)
