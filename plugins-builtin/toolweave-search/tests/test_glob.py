@@ -108,6 +108,29 @@ async def test_a_file_as_path_is_invalid(tree: Path) -> None:
     assert outside.error.kind is ErrorKind.PERMISSION_DENIED
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_names_with_a_newline_are_listed(tmp_path: Path, engine: str) -> None:
+    """A file whose name holds a newline is listed by both engines (ripgrep's list is
+    read NUL by NUL)."""
+    (tmp_path / "a\nb.txt").write_text("x")
+    (tmp_path / "plain.txt").write_text("x")
+    _touch_at(tmp_path / "plain.txt", 1_700_000_000)
+    _touch_at(tmp_path / "a\nb.txt", 1_700_000_100)
+    out = await glob(tmp_path, engine, {"pattern": "**/*.txt"})
+    assert out["files"] == ["a\nb.txt", "plain.txt"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("bad", ["[", "a[b.txt", "**/[z-a]", "*.{md,txt", "*.md\\"])
+async def test_a_malformed_pattern_is_invalid_params(tree: Path, engine: str, bad: str) -> None:
+    """A malformed glob is invalid_params saying what is wrong, by the rules grep's
+    `glob` follows, on both engines (it was read as literal text, matching nothing)."""
+    result = await session_for(tree, engine).call("glob", {"pattern": bad})
+    assert result.error is not None, result.text
+    assert result.error.kind is ErrorKind.INVALID_PARAMS
+    assert result.text.startswith("`pattern` is not a valid glob"), result.text
+
+
 @needs_rg
 @pytest.mark.parametrize(
     "args",

@@ -198,6 +198,62 @@ async def test_a_nul_in_the_pattern_or_glob_is_invalid_params(
     assert result.text.startswith(f"`{field}` contains a NUL character"), result.text
 
 
+MALFORMED_GLOBS = [
+    "[",
+    "*.[py",
+    "src/[a/*.py",
+    "[z-a]*",
+    "*.{ts,tsx",
+    "*.py\\",
+    "[\\]]*",
+    "{[,],x}",
+]
+"""Globs ripgrep refuses (or would read differently from the Python engine)."""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("bad", MALFORMED_GLOBS)
+async def test_a_malformed_glob_is_invalid_params(tree: Path, engine: str, bad: str) -> None:
+    """A malformed glob is invalid_params naming the parameter and what is wrong, on
+    both engines alike (ripgrep failed with execution_error, the Python engine read it
+    as literal text and found nothing)."""
+    result = await session_for(tree, engine).call("grep", {"pattern": "needle", "glob": bad})
+    assert result.error is not None, result.text
+    assert result.error.kind is ErrorKind.INVALID_PARAMS
+    assert result.text.startswith("`glob` is not a valid glob"), result.text
+
+
+def test_ripgrep_glob_errors_are_invalid_params() -> None:
+    """Should ripgrep still refuse a glob, that is invalid_params too, also when the
+    glob quotes the word "regex"; other failures stay execution_error."""
+    from toolweave import ToolError
+    from toolweave_search._rgengine import _raise_for
+
+    for errors, kind, start in [
+        ("rg: error parsing glob 'regex[': unclosed class", ErrorKind.INVALID_PARAMS, "The glob"),
+        ("rg: regex parse error: (", ErrorKind.INVALID_PARAMS, "The pattern"),
+        ("rg: something else", ErrorKind.EXECUTION_ERROR, "ripgrep failed"),
+    ]:
+        with pytest.raises(ToolError) as raised:
+            _raise_for(2, errors)
+        assert raised.value.kind is kind
+        assert str(raised.value.message).startswith(start)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_names_with_a_newline_are_searched(tmp_path: Path, engine: str) -> None:
+    """A file whose name holds a newline is found in every mode, on both engines."""
+    (tmp_path / "a\nb.txt").write_text("needle\n")
+    (tmp_path / "plain.txt").write_text("needle\n")
+    found = await grep(tmp_path, engine, {"pattern": "needle"})
+    assert found["files"] == ["a\nb.txt", "plain.txt"]
+    counted = await grep(tmp_path, engine, {"pattern": "needle", "output_mode": "count"})
+    assert counted["files"] == ["a\nb.txt", "plain.txt"]
+    lines = await grep(tmp_path, engine, {"pattern": "needle", "output_mode": "content"})
+    assert lines["files"] == ["a\nb.txt", "plain.txt"]
+    assert lines["results"] == ["a\nb.txt:1:needle", "plain.txt:1:needle"]
+
+
 HUGE_LINE = 50_000_000
 """Characters of a one-line file full of matches: ``rg --json`` wrote about 2.7 GB
 for it (a match event lists every match), past any deadline."""
@@ -244,6 +300,9 @@ PARITY_CASES: list[dict[str, Any]] = [
     {"pattern": "TODO|needle", "glob": "*.py"},
     {"pattern": "needle", "glob": "src/**/*.py"},
     {"pattern": "needle", "glob": "*.{md,log}"},
+    {"pattern": "needle", "glob": "*.{py,{md,log}}"},  # nested: ripgrep's own do not nest
+    {"pattern": "needle", "glob": "{a}.py"},  # a group of one is literal text
+    {"pattern": "needle", "glob": "*.py:*"},  # a ":" cannot go into --type-add
     {"pattern": "needle", "path": "src"},
     {"pattern": "needle", "path": "src/pkg", "output_mode": "content"},
     {"pattern": "needle", "path": "docs"},

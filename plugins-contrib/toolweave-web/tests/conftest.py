@@ -105,6 +105,15 @@ def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
                 self.send(200, b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "image/png")
             elif path == "/untyped":
                 self.send(200, b"\x00\x01\x02binary", None)
+            elif path == "/cut.html":  # START, then about 20 kB, then END
+                filler = b"<p>filler text</p>" * 1_000
+                body = b"<html><body><p>START</p>" + filler + b"<p>END</p></body></html>"
+                self.send(200, body, "text/html; charset=utf-8")
+            elif path == "/deep.html":  # ?depth=N nested <div>s around a link and text
+                depth = int(query["depth"][0])
+                inner = b'deep text <a href="/ref">a link</a>'
+                body = b"<html><body>" + b"<div>" * depth + inner + b"</div>" * depth
+                self.send(200, body + b"</body></html>", "text/html")
             elif path == "/big.txt":
                 self.send(200, b"0123456789" * 20_000, "text/plain")
             elif path == "/slow":

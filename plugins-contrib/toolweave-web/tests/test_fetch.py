@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 from toolweave import CallResult, ErrorKind, PackManager, Session
 from toolweave_web import pack
+from toolweave_web._convert import cut_html
 
 pytestmark = pytest.mark.anyio
 
 
-def session_for(workspace: Path, **params: Any) -> Session:
-    """A session with ``web_fetch``, loopback allowed unless ``params`` say otherwise."""
+def session_for(workspace: Path, timeout: float | None = None, **params: Any) -> Session:
+    """A session with ``web_fetch`` (its calls' deadline ``timeout``, when given),
+    loopback allowed unless ``params`` say otherwise."""
     packs = PackManager(strict=True)
     packs.add("web", pack)
-    config = {"tools": [{"id": "web_fetch", "params": {"allow_loopback": True, **params}}]}
-    return packs.builder().build(config).session(workspace=workspace, debug=True)
+    tool: dict[str, Any] = {"id": "web_fetch", "params": {"allow_loopback": True, **params}}
+    if timeout is not None:
+        tool["timeout"] = timeout
+    return packs.builder().build({"tools": [tool]}).session(workspace=workspace, debug=True)
 
 
 async def fetch(workspace: Path, args: dict[str, Any], **params: Any) -> CallResult:
@@ -185,3 +194,146 @@ async def test_connection_refused_is_unavailable(workspace: Path, server: Any) -
     result = await fetch(workspace, {"url": f"http://127.0.0.1:{port}/"})
     assert result.error is not None
     assert result.error.kind is ErrorKind.UNAVAILABLE
+
+
+class HeldConversion:
+    """markdownify's ``convert_soup`` held at its start until :meth:`release`, to see
+    what the event loop does meanwhile; it records whether the release came while it
+    was held and how the conversion then ended."""
+
+    def __init__(self, original: Callable[..., str]) -> None:
+        self.original = original
+        self.entered = threading.Event()
+        self.released = threading.Event()
+        self.done = threading.Event()
+        self.released_in_time: bool | None = None
+        self.ended: str | None = None
+
+    def convert_soup(self, converter: Any, *args: Any, **kwargs: Any) -> str:
+        self.entered.set()
+        # On the event loop nothing can release it: the wait gives up, False.
+        self.released_in_time = self.released.wait(10)
+        try:
+            text = self.original(converter, *args, **kwargs)
+        except BaseException as exc:
+            self.ended = type(exc).__name__
+            raise
+        else:
+            self.ended = "returned"
+        finally:
+            self.done.set()
+        return text
+
+    def release(self) -> None:
+        self.released.set()
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldConversion]:
+    """Every Markdown conversion held until the test releases it (released at the end)."""
+    from markdownify import MarkdownConverter
+
+    hold = HeldConversion(MarkdownConverter.convert_soup)
+
+    def convert_soup(converter: Any, *args: Any, **kwargs: Any) -> str:
+        return hold.convert_soup(converter, *args, **kwargs)
+
+    monkeypatch.setattr(MarkdownConverter, "convert_soup", convert_soup)
+    try:
+        yield hold
+    finally:
+        hold.release()
+
+
+async def test_conversion_leaves_the_event_loop_free(
+    workspace: Path, server: Any, held: HeldConversion
+) -> None:
+    """While a page is converted, other coroutines run: here the one that lets the
+    held conversion go on, which it can only do while the conversion is under way."""
+    results: list[CallResult] = []
+
+    async def call() -> None:
+        results.append(await fetch(workspace, {"url": server.url("/page.html")}))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(call)
+        assert await anyio.to_thread.run_sync(held.entered.wait, 30)
+        held.release()  # runs only if the loop is not blocked by the conversion
+    assert held.released_in_time is True
+    assert results[0].error is None, results[0].text
+    assert "# Parsing JSON" in results[0].output["content"]
+
+
+async def test_the_deadline_fires_during_a_conversion_which_then_stops(
+    workspace: Path, server: Any, held: HeldConversion
+) -> None:
+    """A conversion longer than the call's deadline ends the call as timeout at the
+    deadline; the abandoned conversion stops at its next element instead of running on."""
+    with anyio.fail_after(30):
+        result = await session_for(workspace, timeout=0.5).call(
+            "web_fetch", {"url": server.url("/page.html")}
+        )
+    assert result.error is not None, result.text
+    assert result.error.kind is ErrorKind.TIMEOUT
+    assert held.entered.is_set()
+    held.release()
+    assert await anyio.to_thread.run_sync(held.done.wait, 30)
+    assert held.released_in_time is True
+    assert held.ended == "Stopped"  # not "returned": it gave up at its first element
+
+
+async def test_only_the_first_max_html_bytes_are_converted(workspace: Path, server: Any) -> None:
+    """HTML longer than max_html_bytes is cut before a tag; the result says its end is
+    missing. A page within the limit is converted whole."""
+    cut = await fetch(workspace, {"url": server.url("/cut.html")}, max_html_bytes=2_000)
+    assert cut.error is None, cut.text
+    page = cut.output
+    assert page["html_truncated"] is True
+    assert page["body_truncated"] is False
+    assert page["content"].startswith("START\n\nfiller text")
+    assert page["content"].endswith("filler text")
+    assert "END" not in page["content"]
+    assert "<" not in page["content"]
+    assert 1_000 < len(page["content"]) < 2_000
+    assert "only its start was converted and its end is missing" in cut.text
+    whole = await ok(workspace, {"url": server.url("/cut.html")})
+    assert whole["html_truncated"] is False
+    assert whole["content"].endswith("END")
+
+
+def test_cut_html_keeps_tags_and_characters_whole() -> None:
+    """The cut goes before the last tag within the limit; without a tag near the limit,
+    back to the start of a UTF-8 character."""
+    assert cut_html(b"<p>abc</p>", 100) == (b"<p>abc</p>", False)
+    assert cut_html(b"<p>abc</p><p>def</p>", 15) == (b"<p>abc</p>", True)
+    text = "é".encode() * 40_000  # two bytes each, no tag anywhere
+    kept, was_cut = cut_html(text, 70_001)
+    assert was_cut
+    assert len(kept) == 70_000
+    assert kept.decode() == "é" * 35_000
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{}, {"main_content": True}, {"selector": "div"}],
+    ids=["whole", "main_content", "selector"],
+)
+async def test_deeply_nested_pages_come_back_as_plain_text(
+    workspace: Path, server: Any, caplog: pytest.LogCaptureFixture, args: dict[str, Any]
+) -> None:
+    """5,000 nested elements (deeper than markdownify can recurse) are converted as
+    plain text, and the result says so; no error, nothing logged with a traceback."""
+    caplog.set_level(logging.DEBUG)
+    result = await fetch(workspace, {"url": server.url("/deep.html?depth=5000"), **args})
+    assert result.error is None, result.text
+    assert result.output["plain_text"] is True
+    assert result.output["content"] == "deep text a link"
+    assert "converted as plain text" in result.text
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING]
+
+
+async def test_ordinarily_nested_pages_stay_markdown(workspace: Path, server: Any) -> None:
+    """Nesting of a depth real pages have is converted to Markdown as usual."""
+    page = await ok(workspace, {"url": server.url("/deep.html?depth=60")})
+    assert page["plain_text"] is False
+    assert page["content"] == f"deep text [a link]({server.base}/ref)"

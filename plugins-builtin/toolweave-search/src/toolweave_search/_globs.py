@@ -3,6 +3,13 @@
 ``*`` and ``?`` stay within one path segment, ``**`` spans segments, ``[abc]`` is a
 character class and ``{a,b}`` lists alternatives (nestable).
 
+A glob must be well formed, by the same rules whichever engine runs
+(:func:`check_glob`): ripgrep refuses a malformed one, and Python's :mod:`fnmatch`
+would quietly read it as literal text. Every ``[`` closes with ``]`` in the same path
+segment, ranges go upwards, every ``{`` closes with ``}``, and a ``\\`` escapes the
+next character, so it is neither last nor inside ``[...]`` (where ripgrep reads it as
+itself and this module as an escape).
+
 A model writes these patterns, so what one can cost is bounded: a pattern is at most
 :data:`MAX_PATTERN_CHARS` long and expands to at most :data:`MAX_ALTERNATIVES` brace
 alternatives (counted before anything is expanded), and matching never backtracks
@@ -30,6 +37,8 @@ __all__ = [
     "check_glob",
     "expand_braces",
     "literal_prefix",
+    "ripgrep_glob",
+    "syntax_problem",
 ]
 
 _META = frozenset("*?[{")
@@ -45,7 +54,8 @@ MAX_EXPANDED_CHARS = 16_384
 
 
 def check_glob(pattern: str, field: str) -> None:
-    """Refuse a glob that holds a NUL, is too long or expands to too many alternatives.
+    """Refuse a glob that holds a NUL, is too long, is malformed (:func:`syntax_problem`,
+    in itself or in one of its alternatives) or expands to too many alternatives.
 
     Raises:
         ToolError: ``invalid_params`` naming ``field`` and the rule.
@@ -61,13 +71,118 @@ def check_glob(pattern: str, field: str) -> None:
             f"`{field}` is {len(pattern)} characters long ({preview(pattern, 60)!r}); "
             f"the limit is {MAX_PATTERN_CHARS}",
         )
-    count = _count(pattern)
-    if count > MAX_ALTERNATIVES or count * len(pattern) > MAX_EXPANDED_CHARS:
-        raise _invalid(
-            f"`{field}` expands to too many alternatives through its {{a,b}} groups (the "
-            f"limits are {MAX_ALTERNATIVES} alternatives and {MAX_EXPANDED_CHARS} characters "
-            "in all); use fewer groups or shorter lists",
+    problem = syntax_problem(pattern)
+    if problem is None:
+        count = _count(pattern)
+        if count > MAX_ALTERNATIVES or count * len(pattern) > MAX_EXPANDED_CHARS:
+            raise _invalid(
+                f"`{field}` expands to too many alternatives through its {{a,b}} groups (the "
+                f"limits are {MAX_ALTERNATIVES} alternatives and {MAX_EXPANDED_CHARS} "
+                "characters in all); use fewer groups or shorter lists",
+            )
+        if count > 1:  # each alternative is matched, so each must be valid too: the
+            # comma of "{[,],x}" splits its class in two
+            problem = next(filter(None, map(syntax_problem, _expand(pattern))), None)
+    if problem is not None:
+        from toolweave.errors import preview
+
+        raise _invalid(f"`{field}` is not a valid glob ({preview(pattern, 60)!r}): {problem}")
+
+
+def syntax_problem(pattern: str) -> str | None:
+    """What makes ``pattern`` a malformed glob, or ``None`` when it is well formed.
+
+    The rules are ripgrep's (its ``globset``), so that a glob is never refused by one
+    engine and read as literal text by the other: every ``[`` is closed by ``]`` within
+    its path segment (a ``]`` right after ``[``, ``[!`` or ``[^`` belongs to the class),
+    a range goes upwards (``[a-z]``), no ``\\`` stands inside a class or at the end, and
+    every ``{`` is closed by ``}`` (counted as :func:`expand_braces` counts them, in
+    classes too).
+    """
+    depth = 0
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            if i + 1 == len(pattern):
+                return "it ends with a lone `\\`; write `\\\\` to match a backslash"
+            i += 2
+            continue
+        if char == "[":
+            end, problem = _class_end(pattern, i)
+            if problem is not None:
+                return problem
+            for inner in pattern[i + 1 : end - 1]:
+                depth = _braces(inner, depth)
+            i = end
+            continue
+        depth = _braces(char, depth)
+        i += 1
+    if depth > 0:
+        return "a `{` is never closed by `}`; write `\\{` to match a literal `{`"
+    return None
+
+
+def _braces(char: str, depth: int) -> int:
+    """The depth of ``{...}`` groups after ``char`` (an unopened ``}`` is literal)."""
+    if char == "{":
+        return depth + 1
+    if char == "}" and depth > 0:
+        return depth - 1
+    return depth
+
+
+def _class_end(pattern: str, start: int) -> tuple[int, str | None]:
+    """The index after the class that opens at ``pattern[start]`` (a ``[``), and what
+    is wrong with it, if anything."""
+    i = start + 1
+    if pattern.startswith(("!", "^"), i):
+        i += 1
+    first = i
+    if pattern.startswith("]", i):
+        i += 1
+    while i < len(pattern) and pattern[i] not in "]/":
+        if pattern[i] == "\\":
+            return i, (
+                "a `\\` inside `[...]` is not allowed (ripgrep reads it as itself, not as "
+                "an escape); to match `]`, put it first in the class (`[]a]`)"
+            )
+        i += 1
+    if i == len(pattern) or pattern[i] == "/":
+        return i, (
+            "a `[` opens a character class that is never closed by `]` in its path "
+            "segment; write `\\[` to match a literal `[`"
         )
+    body = pattern[first:i]
+    for k in range(1, len(body) - 1):
+        low, high = body[k - 1], body[k + 1]
+        if body[k] == "-" and low > high and (k < 2 or body[k - 2] != "-"):
+            return i, f"the range `{low}-{high}` in `[...]` goes downwards; write `{high}-{low}`"
+    return i + 1, None
+
+
+def ripgrep_glob(alternative: str) -> str | None:
+    """A brace-free alternative (from :func:`expand_braces`) as ripgrep reads the same
+    thing: a ``{`` or ``}`` left in it is literal here (a group of one option, an
+    unopened ``}``) and is escaped for ripgrep. ``None`` for one that a
+    ``--type-add=NAME:GLOB`` definition cannot carry (empty, or holding a ``:``)."""
+    if not alternative or ":" in alternative:
+        return None
+    out: list[str] = []
+    i = 0
+    while i < len(alternative):
+        char = alternative[i]
+        if char == "\\":  # with the next character (never last: see syntax_problem)
+            out.append(alternative[i : i + 2])
+            i += 2
+        elif char == "[":  # a class as it is: no escape inside (see syntax_problem)
+            end, _ = _class_end(alternative, i)
+            out.append(alternative[i:end])
+            i = end
+        else:
+            out.append("\\" + char if char in "{}" else char)
+            i += 1
+    return "".join(out)
 
 
 def _invalid(message: str) -> ToolError:
@@ -247,11 +362,13 @@ class GlobFilter:
         ToolError: ``invalid_params`` for a glob over the limits of :func:`check_glob`.
     """
 
-    __slots__ = ("_alternatives", "basename_only", "pattern")
+    __slots__ = ("_alternatives", "alternatives", "basename_only", "pattern")
 
     def __init__(self, pattern: str, *, anchored: bool) -> None:
         self.pattern = pattern
         alternatives = expand_braces(pattern.strip())
+        self.alternatives = tuple(alternatives)
+        """The brace-free globs the pattern expands to, in order."""
         self.basename_only = not anchored and all("/" not in a for a in alternatives)
         compiled: list[_Alternative] = []
         for alt in alternatives:

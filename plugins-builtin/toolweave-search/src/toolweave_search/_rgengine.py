@@ -30,7 +30,7 @@ import anyio
 from toolweave import ErrorKind, ToolError
 
 from toolweave_search._fdwalk import Below
-from toolweave_search._globs import GlobFilter
+from toolweave_search._globs import GlobFilter, ripgrep_glob
 from toolweave_search._ignore import ignore_lines, parents, rebase_patterns
 from toolweave_search._process import finish, json_lines, proc_fd
 from toolweave_search._results import FileHits, GrepQuery, Line, max_columns
@@ -92,7 +92,11 @@ def _raise_for(code: int | None, errors: str) -> None:
     if code in (0, 1, None) or not errors.strip():
         return
     message = errors.strip().replace("\n", " ")
-    if "regex" in message.lower():
+    said = message.removeprefix("rg: ").lower()
+    if said.startswith("error parsing glob"):  # checked first: it quotes the glob, which
+        # may hold the word "regex"; check_glob refuses these before ripgrep runs
+        raise ToolError(ErrorKind.INVALID_PARAMS, f"The glob is not valid: {message[:500]}")
+    if "regex" in said:
         raise ToolError(
             ErrorKind.INVALID_PARAMS,
             f"The pattern is not a valid regular expression: {message[:500]}",
@@ -108,7 +112,7 @@ async def rg_files(rg: str, root: Path, start: Start) -> list[str]:
     through descriptors (:class:`._fdwalk.Below`).
     """
     with _parent_rules(start) as extra:
-        args = [rg, "--files", *_FLAGS, *extra]
+        args = [rg, "--files", "--null", *_FLAGS, *extra]  # a name may hold a newline
         if start.parts:
             args += ["--", start.folder]
         process = await anyio.open_process(
@@ -117,9 +121,9 @@ async def rg_files(rg: str, root: Path, start: Start) -> list[str]:
         files: list[str] = []
         finished = False
         try:
-            async for line in json_lines(process):
-                if line:
-                    files.append(os.fsdecode(line))
+            async for name in json_lines(process, b"\0"):
+                if name:
+                    files.append(os.fsdecode(name))
             finished = True
         finally:
             code, errors = await finish(process, early=not finished)
@@ -195,6 +199,10 @@ async def _run_plain(
         pass_fds=pass_fds,
     )
     listing = listing or query.mode == "files_with_matches"
+    # Listing: each path ends with a NUL (a name may hold a newline). Otherwise ripgrep
+    # prints lines of "path NUL count" or "path NUL number:text", read line by line:
+    # those runs are only given /proc/self/fd/N paths (:func:`_verified`), never a name
+    # with a newline.
     limit = max_columns(query.line_chars)
     current: FileHits | None = None
     early = False
@@ -329,8 +337,14 @@ async def rg_grep(rg: str, root: Path, start: Start, query: GrepQuery) -> list[F
         keep: GlobFilter | None = None
         if query.glob and not query.is_file:
             keep = GlobFilter(query.glob, anchored=False)
-            if keep.basename_only:
-                args += [f"--type-add=twglob:{query.glob.strip()}", "--type=twglob"]
+            # A glob of file names goes to ripgrep as a file type (which only narrows:
+            # --glob would bring back ignored files), one definition per alternative,
+            # so ripgrep matches what the Python engine matches (its {a,b} groups nest,
+            # ripgrep's do not). Else the names ripgrep lists are filtered here.
+            names = [ripgrep_glob(alt) for alt in keep.alternatives]
+            if keep.basename_only and None not in names:
+                args += [f"--type-add=twglob:{name}" for name in names]
+                args.append("--type=twglob")
                 keep = None
         args += _matching_flags(query, listing=True)
         if query.folder:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import threading
+
+import anyio.to_thread
 from pydantic import BaseModel, Field
 from toolweave import Capabilities, Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
-from toolweave_web._convert import decode_text, html_to_markdown, refused_type, text_kind
+from toolweave_web._convert import (
+    Converted,
+    cut_html,
+    decode_text,
+    html_to_markdown,
+    refused_type,
+    text_kind,
+)
 from toolweave_web._guard import AddressPolicy, Resolver
 from toolweave_web._http import FetchRules, HttpLimits, fetch
 
@@ -87,6 +97,11 @@ class WebFetchParams(BaseModel):
     timeout: float = Field(default=30.0, gt=0)
     """Seconds for the whole fetch, redirects and body included."""
 
+    max_html_bytes: int = Field(default=1_000_000, ge=1_000)
+    """HTML bytes converted; the rest of a longer page is left out (and the result says
+    so). Converting takes seconds per megabyte and its parse cannot be interrupted, so
+    this bounds the work of one call, also of one that timed out."""
+
     max_chars: int = Field(default=50_000, ge=100)
     """Characters returned by default and at most (``max_length`` may ask for fewer)."""
 
@@ -146,6 +161,14 @@ class WebPage(ToolOutput):
     body_truncated: bool = False
     """Whether the body was longer than the byte limit and was cut before converting."""
 
+    html_truncated: bool = False
+    """Whether the HTML was longer than the conversion limit (``max_html_bytes``) and
+    only its start was converted."""
+
+    plain_text: bool = False
+    """Whether the page was nested too deeply for Markdown and was converted as plain
+    text."""
+
     def to_model(self) -> str:
         """A short header (URL, title), the content, and how to read on when cut."""
         head = [f"URL: {self.url}"]
@@ -160,7 +183,17 @@ class WebPage(ToolOutput):
                 f"\n\n[Cut at character {end} of {self.total_chars}. Call again with "
                 f"start_index={end} to read on, or narrow with selector or main_content.]"
             )
-        if self.body_truncated:
+        if self.plain_text:
+            text += (
+                "\n\n[The page's HTML is nested too deeply to convert to Markdown; it was "
+                "converted as plain text, without links, headings, lists or tables.]"
+            )
+        if self.html_truncated:
+            text += (
+                "\n\n[The page's HTML was larger than the conversion limit; only its start "
+                "was converted and its end is missing.]"
+            )
+        elif self.body_truncated:
             text += "\n\n[The page was larger than the size limit; its end was not read.]"
         return text
 
@@ -197,16 +230,11 @@ private networks and this machine are refused unless the host allowed them."""
         )
         fetched = await fetch(args.url.strip(), rules)
         title: str | None = None
+        html_cut = plain = False
         if _is_html(fetched.media_type, fetched.body):
-            converted = html_to_markdown(
-                fetched.body
-                if fetched.charset is None  # BeautifulSoup reads <meta charset> itself
-                else decode_text(fetched.body, fetched.charset),
-                base_url=fetched.url,
-                selector=args.selector,
-                main_content=args.main_content,
-            )
-            title, whole = converted.title, converted.markdown
+            html, html_cut = cut_html(fetched.body, params.max_html_bytes)
+            converted = await _convert(html, fetched.charset, fetched.url, args)
+            title, whole, plain = converted.title, converted.markdown, converted.plain_text
         elif args.selector or args.main_content:
             raise ToolError(
                 ErrorKind.INVALID_PARAMS,
@@ -226,4 +254,37 @@ private networks and this machine are refused unless the host allowed them."""
             total_chars=len(whole),
             redirects=fetched.redirects,
             body_truncated=fetched.truncated,
+            html_truncated=html_cut,
+            plain_text=plain,
         )
+
+
+def _page(
+    html: bytes, charset: str | None, url: str, args: WebFetchArgs, stop: threading.Event
+) -> Converted:
+    """The conversion of :func:`_convert`, in its worker thread."""
+    # Without a declared charset, BeautifulSoup reads <meta charset> itself.
+    return html_to_markdown(
+        html if charset is None else decode_text(html, charset),
+        base_url=url,
+        selector=args.selector,
+        main_content=args.main_content,
+        stop=stop,
+    )
+
+
+async def _convert(html: bytes, charset: str | None, url: str, args: WebFetchArgs) -> Converted:
+    """``html`` converted in a worker thread, so the event loop runs on (other calls,
+    this call's deadline) while it is parsed and converted.
+
+    A cancelled or timed-out call returns at once; its thread is abandoned. The parse
+    cannot be interrupted (the size limit ``max_html_bytes`` is what keeps it short);
+    the steps after it see ``stop`` set and end at their next element.
+    """
+    stop = threading.Event()
+    try:
+        return await anyio.to_thread.run_sync(
+            _page, html, charset, url, args, stop, abandon_on_cancel=True
+        )
+    finally:
+        stop.set()
