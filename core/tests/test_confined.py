@@ -111,3 +111,59 @@ def test_preview_cuts_and_says_how_long() -> None:
     assert preview("abc") == "abc"
     cut = preview("x" * 10_000, limit=10)
     assert cut == "xxxxxxxxxx… (10000 characters)"
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        ("newdir/deeper/../../../escape.txt", ToolError),  # `..` above the root
+        ("new/a/../../out_dir/x.txt", ToolError),  # back out of new folders, then a link out
+        ("new/../../x.txt", ToolError),
+        ("up/x.txt", ToolError),  # a link whose target makes folders, then leaves
+        ("new/../src/pkg/mod.py/x.txt", NotADirectoryError),  # a file on the way
+        ("new/a/../../loop/x.txt", OSError),  # a loop of links on the way
+    ],
+)
+def test_a_walk_that_fails_creates_nothing(tree: Path, path: str, error: type[Exception]) -> None:
+    """create_parents makes no folder until the whole path is known to lead inside: a
+    walk refused (or failing) after a missing folder leaves nothing behind."""
+    (tree / "up").symlink_to("made/by/../../..")
+    before = _listing(tree)
+    fds = _fds()
+    with pytest.raises(error) as info:
+        Workspace(tree).locate(path, create_parents=True)
+    if isinstance(info.value, ToolError):
+        assert info.value.kind is ErrorKind.PERMISSION_DENIED
+    assert _listing(tree) == before
+    assert _fds() == fds
+
+
+def test_a_missing_folder_only_passed_through_is_not_made(tree: Path) -> None:
+    """`new/../x` needs no `new`: only the folders still on the way at the end are made."""
+    ws = Workspace(tree)
+    with ws.locate("new/../src/made/../file.txt", create_parents=True) as loc:
+        assert loc.relative == "src/file.txt"
+    assert not (tree / "new").exists()
+    assert not (tree / "src/made").exists()
+    with ws.locate("one/two/../three/f.txt", create_parents=True) as loc:
+        assert loc.relative == "one/three/f.txt"
+    assert (tree / "one/three").is_dir()
+    assert not (tree / "one/two").exists()
+    with ws.locate("four/five/six/..", create_parents=True) as loc:
+        assert loc.relative == "four/five"  # the entry, which need not exist (as `four/five/`)
+    assert (tree / "four").is_dir()
+    assert not (tree / "four/five").exists()
+
+
+def test_folders_made_before_a_failure_are_removed(tree: Path) -> None:
+    """A system error while the folders are made (a name too long for the file system)
+    removes those made before it."""
+    before = _listing(tree)
+    with pytest.raises(OSError) as info:
+        Workspace(tree).locate("a/b/" + "x" * 300 + "/f.txt", create_parents=True)
+    assert info.value.errno == 36  # ENAMETOOLONG
+    assert _listing(tree) == before

@@ -10,6 +10,12 @@ result is an open descriptor of the directory that holds the entry, and every us
 (open, stat, rename, unlink, mkdir) is relative to it, so a swap made after the walk
 changes nothing: the descriptor still names the directory that was checked.
 
+A walk that creates missing directories (``create_parents``) makes them only once the
+whole path has been walked and found to stay inside: a missing directory is entered in
+name only (it holds no links, and ``..`` leaves it again), so a path refused further on
+(``new/dir/../../../out``) creates nothing. Directories made and then left by a failure
+(a race, a system error) are removed again while they are empty.
+
 What a descriptor cannot tell: a hard link inside the root to a file outside it is
 the same file as the outside one; it is read and written like any file inside.
 
@@ -229,7 +235,13 @@ def walk(
             (the result's :attr:`Location.fd`).
         flags: The ``os.open`` flags of mode ``open`` (``O_NOFOLLOW`` is added).
         create_parents: Create missing directories on the way (modes other than
-            ``open``), each relative to the descriptor of its parent.
+            ``open``), each relative to the descriptor of its parent. Nothing is
+            created until the rest of the path is known to lead inside: a missing
+            directory is first entered only in name (no link can be in it, and ``..``
+            comes back out of it), and the directories still on the way when the walk
+            ends are made then. A refused walk (or one that fails on the way) leaves
+            nothing behind; a missing directory the path only passes through
+            (``new/../file``) is not made at all.
 
     Returns:
         The entry, owning its descriptors.
@@ -263,6 +275,12 @@ def walk(
     links = 0
     via_link = False
     made = 0
+    # Missing directories entered in name only (create_parents), below stack[-1]: they
+    # are made once the walk has checked everything after them, so a refusal later on
+    # the path creates nothing. ``creating`` is set when they are being made.
+    virtual: list[str] = []
+    creating = False
+    created: list[tuple[int, str]] = []  # (parent descriptor, name): undone on failure
 
     def splice(target: str) -> None:
         nonlocal links, via_link
@@ -282,8 +300,22 @@ def walk(
             pending.extend(_names(target)[::-1])
 
     try:
-        while pending:
+        while pending or virtual:
+            if virtual and (not pending or (pending[-1] != ".." and len(pending) == 1)):
+                # The rest leads inside: make the missing directories, then go on.
+                # With nothing after them (`new/sub/..`), the last is the entry itself,
+                # which need not exist (as `new/`), so it is not made.
+                pending.extend(virtual[::-1])
+                virtual.clear()
+                creating = True
+                continue
             part = pending.pop()
+            if virtual:  # inside a directory that does not exist yet
+                if part == "..":
+                    virtual.pop()
+                else:
+                    virtual.append(part)
+                continue
             here = stack[-1]
             if part == "..":
                 if not names:
@@ -323,9 +355,16 @@ def walk(
             except FileNotFoundError:
                 if not create_parents or made > MAX_PATH_CHARS:
                     raise
+                if not creating:
+                    virtual.append(part)  # made later, when the rest is known to be fine
+                    continue
                 made += 1
-                with contextlib.suppress(FileExistsError):
+                try:
                     os.mkdir(part, 0o777, dir_fd=here)
+                except FileExistsError:
+                    pass
+                else:
+                    created.append((os.dup(here), part))
                 pending.append(part)  # open what was made, still without following
                 continue
             except OSError as exc:
@@ -348,9 +387,19 @@ def walk(
             return Location(stack.pop(), names_t[-1], names_t, top)
         os.close(top)
         return Location(stack.pop(), names_t[-1], names_t)
+    except BaseException:
+        # Only a race (a directory swapped while the walk made the ones below it) or a
+        # system error while making them gets here with directories made: remove them,
+        # deepest first, where they are still empty.
+        for parent, name in reversed(created):
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=parent)
+        raise
     finally:
         for fd in stack:
             os.close(fd)
+        for parent, _ in created:
+            os.close(parent)
 
 
 def _result(stack: list[int], names: list[str], part: str, fd: int | None = None) -> Location:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -113,3 +115,28 @@ async def test_depth_out_of_range_is_invalid_params(session: Session) -> None:
     assert result.error is not None
     assert result.error.kind is ErrorKind.INVALID_PARAMS
     assert "`depth`" in result.text
+
+
+async def test_a_fifo_or_socket_is_named_not_called_a_file(
+    session: Session, workspace: Path
+) -> None:
+    """A FIFO (or socket) is not a file to read: the refusal says what it is and that
+    it cannot be read, instead of sending the model to the file reader."""
+    os.mkfifo(workspace / "pipe")
+    result = await session.call("list_dir", {"path": "pipe"})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.INVALID_PARAMS
+    assert result.text == (
+        "`pipe` is a FIFO (named pipe), not a directory; it cannot be listed, nor read as a file"
+    )
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(workspace / "sock"))
+        for name in ("list_dir", "read_file"):
+            refused = await session.call(name, {"path": "sock"})
+            assert refused.error is not None
+            assert refused.error.kind is ErrorKind.INVALID_PARAMS
+            assert refused.text.startswith("`sock` is a socket")
+            assert refused.text.endswith("it cannot be opened")
+    finally:
+        sock.close()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio.to_thread
 import pytest
 from toolweave import ErrorKind, Session
 from toolweave_fs import _read_file
@@ -186,3 +190,105 @@ async def test_numbers_stay_right_far_into_a_file(session: Session, workspace: P
             f"{offset + 2:>6}\tL{offset + 2}",
         ]
         assert result.output["total_lines"] == 30_000
+
+
+def _sparse(path: Path, size: int, lines: int = 3000) -> Path:
+    """A text file of ``lines`` short lines followed by a hole up to ``size`` bytes (no
+    disk used: the hole reads as NUL bytes); returns its real path."""
+    with path.open("wb") as fh:
+        fh.write(b"line\n" * lines)
+        fh.truncate(size)
+    return Path(os.path.realpath(path))
+
+
+async def test_a_huge_file_is_counted_only_so_far(session: Session, workspace: Path) -> None:
+    """A 40 GiB file with a small window returns at once: the lines after the window are
+    counted in a bounded number of bytes, and the total is a lower bound with the
+    file's size (before, the whole file was read to count its lines)."""
+    _sparse(workspace / "log.txt", 40 << 30)
+    result = await session.call("read_file", {"path": "log.txt", "limit": 10})
+    assert result.error is None, result.text
+    out = result.output
+    assert out["end_line"] == 10
+    assert out["truncated"] is True
+    assert out["total_exact"] is False
+    assert out["total_lines"] >= 3001
+    assert out["size_bytes"] == 40 << 30
+    assert 15_000 < out["counted_bytes"] <= 15_000 + _read_file._COUNT_BYTES
+    assert result.text.endswith(
+        f"[Showing lines 1-10 of at least {out['total_lines']} (lines counted in the first "
+        "8.0 MiB of the file's 40.0 GiB). Read on with offset=10.]"
+    )
+
+
+async def test_counting_stops_at_its_bound(
+    session: Session, workspace: Path, read_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the bound the total is a lower bound; a file that ends within it has its
+    exact total. Files read whole (small ones) always have their exact total."""
+    monkeypatch.setattr(_read_file, "_COUNT_BYTES", 1000)
+    (workspace / "n.txt").write_text("".join(f"{i:04d}\n" for i in range(1, 10_001)))
+    result = await session.call("read_file", {"path": "n.txt", "offset": 5, "limit": 2})
+    out = result.output
+    assert out["content"] == "0006\n0007"
+    if read_path == "in-memory":
+        assert (out["total_lines"], out["total_exact"]) == (10_000, True)
+        assert "of 10000. Read on with offset=7." in result.text
+    else:
+        assert out["total_exact"] is False
+        assert out["total_lines"] == 7 + 200 + 1  # window, 1000 bytes of 5-byte lines, more
+        assert out["counted_bytes"] == 35 + 1000
+        assert result.text.endswith(
+            "[Showing lines 6-7 of at least 208 (lines counted in the first 1.0 KiB of the "
+            "file's 48.8 KiB). Read on with offset=7.]"
+        )
+    near_end = await session.call("read_file", {"path": "n.txt", "offset": 9_900, "limit": 2})
+    assert near_end.output["total_lines"] == 10_000
+    assert near_end.output["total_exact"] is True
+    assert "of 10000. Read on with offset=9902." in near_end.text
+
+
+def _open_on(path: Path) -> bool:
+    """Whether this process holds a descriptor open on ``path``."""
+    fds = Path("/proc/self/fd")
+    for fd in os.listdir(fds):
+        with contextlib.suppress(OSError):
+            if os.readlink(fds / fd) == str(path):
+                return True
+    return False
+
+
+def _closed_within(path: Path, seconds: float) -> bool:
+    """Whether no descriptor of this process is open on ``path`` any more, waiting up
+    to ``seconds`` for it."""
+    end = time.monotonic() + seconds
+    while _open_on(path):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="no /proc/self/fd to look in")
+async def test_a_stopped_read_stops_reading(
+    make_session: Callable[..., Session], workspace: Path
+) -> None:
+    """A read that runs past its timeout (skipping a 1 TiB line to reach its offset)
+    ends with `timeout`, and its worker thread stops reading and closes the file instead
+    of running on to the end of it, where the host would wait for it."""
+    huge = _sparse(workspace / "huge.txt", 1 << 40)
+    session = make_session(workspace, {"tools": [{"id": "read_file", "timeout": 1}]})
+    result = await session.call("read_file", {"path": "huge.txt", "offset": 5000, "limit": 1})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.TIMEOUT
+    # Reading the rest of the file takes many minutes; stopping takes one line.
+    assert await anyio.to_thread.run_sync(_closed_within, huge, 120)
+
+
+async def test_a_fifo_is_named(session: Session, workspace: Path) -> None:
+    """A FIFO is refused naming what it is, without blocking on it."""
+    os.mkfifo(workspace / "pipe")
+    result = await session.call("read_file", {"path": "pipe"})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.INVALID_PARAMS
+    assert result.text == "`pipe` is a FIFO (named pipe), not a regular file; it cannot be read"

@@ -100,3 +100,32 @@ async def test_content_is_required(session: Session) -> None:
     assert result.error is not None
     assert result.error.kind is ErrorKind.INVALID_PARAMS
     assert "`content` is required" in result.text
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("newdir/deeper/../../../escape.txt", ErrorKind.PERMISSION_DENIED),
+        ("newdir/deeper/../../outdir/x.txt", ErrorKind.PERMISSION_DENIED),
+        ("newdir/../file/child.txt", ErrorKind.INVALID_PARAMS),
+        ("file/deeper/..", ErrorKind.INVALID_PARAMS),
+        ("newdir/deeper/../../file/..", ErrorKind.INVALID_PARAMS),
+    ],
+)
+async def test_a_refused_write_creates_no_directories(
+    session: Session, workspace: Path, outside: Path, path: str, kind: ErrorKind
+) -> None:
+    """A write refused anywhere on its path (outside the workspace, a file on the way,
+    a directory as the target) leaves the workspace as it was: no parent is made."""
+    (workspace / "file").write_text("x")
+    (workspace / "outdir").symlink_to(outside)
+    before = _listing(workspace)
+    result = await session.call("write_file", {"path": path, "content": "x"})
+    assert result.error is not None
+    assert result.error.kind is kind, result.text
+    assert _listing(workspace) == before
+    assert sorted(os.listdir(outside)) == ["secret.txt"]

@@ -27,9 +27,11 @@ __all__ = [
     "encode",
     "entry_type",
     "filesystem",
+    "not_regular",
     "os_error",
     "read_text",
     "remove_tree",
+    "special_kind",
 ]
 
 _READ = os.O_RDONLY | os.O_NONBLOCK
@@ -252,6 +254,31 @@ def entry_type(mode: int) -> EntryType:
     return "other"
 
 
+def special_kind(mode: int) -> str:
+    """What an entry that is neither a regular file, a directory nor a link is, from its
+    mode: ``a FIFO (named pipe)``, ``a socket``, ``a character device``, ..."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "a special file"
+
+
+def not_regular(mode: int, shown: str) -> ToolError:
+    """The refusal to read an entry that is neither a regular file nor a directory,
+    naming what it is (``invalid_params``)."""
+    return ToolError(
+        ErrorKind.INVALID_PARAMS,
+        f"`{shown}` is {special_kind(mode)}, not a regular file; it cannot be read",
+    )
+
+
 def os_error(exc: OSError, shown: str) -> ToolError:
     """Turn an operating-system error about the path ``shown`` into a tool error."""
     if isinstance(exc, FileNotFoundError):
@@ -270,6 +297,12 @@ def os_error(exc: OSError, shown: str) -> ToolError:
         )
     if exc.errno == errno.ELOOP:
         return ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is a loop of symbolic links")
+    if exc.errno == errno.ENXIO:  # what open(2) says of a socket
+        return ToolError(
+            ErrorKind.INVALID_PARAMS,
+            f"`{shown}` is a socket (or a device with nothing behind it), not a file or "
+            "a directory; it cannot be opened",
+        )
     reason = exc.strerror or str(exc)
     return ToolError(ErrorKind.EXECUTION_ERROR, f"`{shown}`: {reason}")
 
@@ -297,7 +330,7 @@ def read_text(fd: int, shown: str) -> str:
         if stat.S_ISDIR(info.st_mode):
             raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is a directory, not a file")
         if not stat.S_ISREG(info.st_mode):
-            raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is not a regular file")
+            raise not_regular(info.st_mode, shown)
         with open(fd, "rb", closefd=False) as fh:
             data = fh.read()
     except OSError as exc:

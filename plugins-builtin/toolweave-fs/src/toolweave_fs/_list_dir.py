@@ -10,7 +10,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, PrivateAttr
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
-from toolweave_fs._filesystem import EntryType, entry_type, filesystem, os_error
+from toolweave_fs._filesystem import EntryType, entry_type, filesystem, os_error, special_kind
 from toolweave_fs._names import with_tool
 
 __all__ = ["DirEntry", "ListDir", "ListDirArgs", "ListDirOutput", "ListDirParams"]
@@ -121,14 +121,20 @@ class ListDir(Tool[ListDirArgs, ListDirOutput]):
             assert entry.fd is not None
             shown = fs.spell(entry.relative)
             try:
-                is_dir = stat.S_ISDIR(os.fstat(entry.fd).st_mode)
+                mode = os.fstat(entry.fd).st_mode
             except OSError as exc:
                 raise os_error(exc, shown) from None
-            if not is_dir:
+            if stat.S_ISREG(mode):
                 raise ToolError(
                     ErrorKind.INVALID_PARAMS,
                     f"`{shown}` is a file; read it{with_tool(ctx, Kind.READ)} "
                     "instead of listing it",
+                )
+            if not stat.S_ISDIR(mode):
+                raise ToolError(
+                    ErrorKind.INVALID_PARAMS,
+                    f"`{shown}` is {special_kind(mode)}, not a directory; it cannot be "
+                    "listed, nor read as a file",
                 )
             base = "" if entry.is_root else entry.relative + "/"
             walker = _Walker([*params.ignore, *args.ignore], params.max_entries)

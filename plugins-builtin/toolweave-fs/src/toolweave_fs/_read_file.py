@@ -5,15 +5,18 @@ from __future__ import annotations
 import operator
 import os
 import stat
+import threading
 from bisect import bisect_right
 from collections.abc import Iterator
+from functools import partial
+from io import BufferedReader
 from itertools import accumulate
-from typing import BinaryIO
 
+import anyio.to_thread
 from pydantic import BaseModel, Field, PrivateAttr
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
-from toolweave_fs._filesystem import filesystem, os_error
+from toolweave_fs._filesystem import FileSystem, filesystem, not_regular, os_error
 from toolweave_fs._names import with_tool
 
 __all__ = ["ReadFile", "ReadFileArgs", "ReadFileOutput", "ReadFileParams"]
@@ -21,6 +24,10 @@ __all__ = ["ReadFile", "ReadFileArgs", "ReadFileOutput", "ReadFileParams"]
 _SNIFF_BYTES = 8192
 _WHOLE_FILE_BYTES = 4 << 20
 """Files up to this size are read in one piece; larger ones are streamed line by line."""
+_COUNT_BYTES = 8 << 20
+"""After the window of a streamed file, lines are counted in at most this many more
+bytes; past them the total is given as a lower bound (with the file's size), so that a
+call's work is bounded by its window, not by the size of the file."""
 _CUT_MARK = " … [line cut]"
 _CACHED_NUMBERS = 20_000
 _prefixes: tuple[str, ...] = ()
@@ -69,7 +76,16 @@ class ReadFileOutput(ToolOutput):
     end_line: int
     """Number of the last returned line, or 0 when no line was returned."""
     total_lines: int
-    """Number of lines in the whole file."""
+    """Number of lines in the whole file; a lower bound when :attr:`total_exact` is
+    ``False``."""
+    total_exact: bool = True
+    """``False`` when the file is too large to count its lines in one call: its lines
+    were counted in the first :attr:`counted_bytes` of its :attr:`size_bytes` only."""
+    size_bytes: int | None = None
+    """The file's size in bytes, when :attr:`total_exact` is ``False``."""
+    counted_bytes: int | None = None
+    """How many bytes from the start of the file its lines were counted in, when
+    :attr:`total_exact` is ``False``."""
     offset: int = 0
     """The number of lines skipped, as asked."""
     truncated: bool
@@ -90,10 +106,26 @@ class ReadFileOutput(ToolOutput):
         numbered = _numbered(self.start_line, self.content.split("\n", count - 1))
         if not self.truncated:
             return numbered
+        of = str(self.total_lines)
+        if not self.total_exact:
+            of = f"at least {self.total_lines}"
+            if self.counted_bytes is not None and self.size_bytes is not None:
+                of += (
+                    f" (lines counted in the first {_size(self.counted_bytes)} of the "
+                    f"file's {_size(self.size_bytes)})"
+                )
         return (
             f"{numbered}\n[Showing lines {self.start_line}-{self.end_line} of "
-            f"{self.total_lines}. Read on with {self._offset_name}={self.end_line}.]"
+            f"{of}. Read on with {self._offset_name}={self.end_line}.]"
         )
+
+
+def _size(count: int) -> str:
+    """A size in bytes for people: ``512 bytes``, ``8.0 MiB``, ``40.0 GiB``."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return "1 byte" if count == 1 else f"{count} bytes"
 
 
 class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
@@ -107,7 +139,8 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
         "Read a text file from the workspace. The lines come back numbered from 1, like "
         "`cat -n`. Long files are returned a window at a time (by default the first 2000 "
         "lines): `{param:offset}` skips lines, `{param:limit}` caps how many are "
-        "returned, and a note at the end says which offset reads on. Read a file before "
+        "returned, and a note at the end says which offset reads on (and how many lines "
+        "the file has; for a very large file, at least how many). Read a file before "
         "changing it, and change it by editing the exact text (with {tool:edit|an edit "
         "tool}) rather than rewriting it whole.\n\n"
         "Do not use it for directories (list them with {tool:list_dir|a directory "
@@ -115,21 +148,52 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
         "code: they are refused."
     )
 
-    def run(self, ctx: Context, args: ReadFileArgs) -> ReadFileOutput:
-        """Read the requested window of the file."""
+    async def run(self, ctx: Context, args: ReadFileArgs) -> ReadFileOutput:
+        """Read the requested window of the file, in a worker thread that stops at its
+        next line when the call is stopped (its timeout, or cancelled)."""
         fs = filesystem(ctx.resources)
         params = ctx.params(ReadFileParams)
-        with fs.open(args.path) as entry:
-            assert entry.fd is not None
-            output = _read(ctx, entry.fd, fs.spell(entry.relative), args, params)
+        stop = threading.Event()
+        try:
+            output = await anyio.to_thread.run_sync(
+                partial(_read_path, ctx, fs, args, params, stop), abandon_on_cancel=True
+            )
+        finally:
+            stop.set()  # a stopped call's thread ends at its next check
         output._offset_name = ctx.param_name("offset")
         return output
 
 
-def _read(
-    ctx: Context, fd: int, shown: str, args: ReadFileArgs, params: ReadFileParams
+def _read_path(
+    ctx: Context,
+    fs: FileSystem,
+    args: ReadFileArgs,
+    params: ReadFileParams,
+    stop: threading.Event,
 ) -> ReadFileOutput:
-    """The requested window of the file open as ``fd``."""
+    """The requested window of the file at ``args.path``."""
+    with fs.open(args.path) as entry:
+        assert entry.fd is not None
+        return _read(ctx, entry.fd, fs.spell(entry.relative), args, params, stop)
+
+
+def _stopped(stop: threading.Event) -> None:
+    """Raise when the call was stopped: its worker thread is then left alone, and reads
+    no further."""
+    if stop.is_set():
+        raise ToolError(ErrorKind.CANCELLED, "read_file was stopped")
+
+
+def _read(
+    ctx: Context,
+    fd: int,
+    shown: str,
+    args: ReadFileArgs,
+    params: ReadFileParams,
+    stop: threading.Event,
+) -> ReadFileOutput:
+    """The requested window of the file open as ``fd``; reading stops (raises) once
+    ``stop`` is set."""
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
@@ -139,7 +203,7 @@ def _read(
                 f"{with_tool(ctx, Kind.LIST_DIR)} instead of reading it",
             )
         if not stat.S_ISREG(info.st_mode):
-            raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is not a regular file")
+            raise not_regular(info.st_mode, shown)
         with open(fd, "rb", closefd=False) as fh:
             whole = info.st_size <= _WHOLE_FILE_BYTES
             head = fh.read(_WHOLE_FILE_BYTES + 1 if whole else _SNIFF_BYTES)
@@ -152,7 +216,7 @@ def _read(
             if whole and len(head) <= _WHOLE_FILE_BYTES:
                 return _window_in_memory(head, shown, args, params)
             fh.seek(0)
-            return _window(fh, shown, args, params)
+            return _window(fh, shown, args, params, stop, info.st_size)
     except OSError as exc:
         raise os_error(exc, shown) from None
 
@@ -220,10 +284,12 @@ def _is_binary(head: bytes) -> bool:
     return False
 
 
-def _lines(fh: BinaryIO, cap: int) -> Iterator[tuple[bytes, bool]]:
+def _lines(fh: BufferedReader, cap: int, stop: threading.Event) -> Iterator[tuple[bytes, bool]]:
     """Each line of ``fh`` without its line end, at most ``cap`` bytes, and whether it
-    was cut; a line is never held in memory whole."""
+    was cut; a line is never held in memory whole. Stops (raises) when ``stop`` is set,
+    also in the middle of a long line."""
     while True:
+        _stopped(stop)
         chunk = fh.readline(cap)
         if not chunk:
             return
@@ -236,45 +302,68 @@ def _lines(fh: BinaryIO, cap: int) -> Iterator[tuple[bytes, bool]]:
         rest = fh.readline(cap)
         cut = rest not in (b"", b"\n", b"\r\n")
         while rest and not rest.endswith(b"\n"):
+            _stopped(stop)
             rest = fh.readline(cap)
         yield chunk, cut
 
 
-def _count_lines(fh: BinaryIO) -> int:
-    """Lines left in ``fh`` from a line boundary to its end."""
+def _count_lines(fh: BufferedReader, most: int, stop: threading.Event) -> tuple[int, bool]:
+    """Lines in ``fh`` from a line boundary on, counted in at most ``most`` bytes, and
+    whether that reached the end (else the count is a lower bound)."""
     count = 0
     last = b"\n"
-    while chunk := fh.read(1 << 20):
+    left = most
+    while left > 0:
+        _stopped(stop)
+        chunk = fh.read(min(1 << 20, left))
+        if not chunk:
+            return count + (last != b"\n"), True
         count += chunk.count(b"\n")
         last = chunk[-1:]
-    return count + (last != b"\n")
+        left -= len(chunk)
+    if not fh.peek(1):
+        return count + (last != b"\n"), True
+    return count + 1, False  # bytes follow: at least one more line (or the rest of one)
 
 
-def _window(fh: BinaryIO, shown: str, args: ReadFileArgs, params: ReadFileParams) -> ReadFileOutput:
-    """The window of a large file, streamed: no line is held whole, the rest is counted."""
+def _window(
+    fh: BufferedReader,
+    shown: str,
+    args: ReadFileArgs,
+    params: ReadFileParams,
+    stop: threading.Event,
+    size: int,
+) -> ReadFileOutput:
+    """The window of a large file, streamed: no line is held whole, and the lines after
+    the window are counted in at most :data:`_COUNT_BYTES` more bytes."""
     limit = args.limit if args.limit is not None else params.default_limit
     max_chars = params.max_line_length
     budget = params.max_output_bytes
     out: list[str] = []
     seen = 0
     more = False
-    for raw, cut in _lines(fh, max_chars * 4 + 4):
+    for raw, cut in _lines(fh, max_chars * 4 + 4, stop):
         seen += 1
         if seen <= args.offset:
             continue
-        if len(out) >= limit:
-            more = True
-            break
         line = raw.decode("utf-8", "replace")
         if cut or len(line) > max_chars:
             line = line[:max_chars] + _CUT_MARK
         cost = len(line.encode("utf-8", "replace")) + 8  # number, tab, newline
         if out and cost > budget:
-            more = True
+            more = True  # this line was read, and is counted in `seen`
             break
         budget -= cost
         out.append(line)
-    total = seen + _count_lines(fh) if more else seen
+        if len(out) >= limit:
+            more = bool(fh.peek(1))  # anything after the window, without reading it
+            break
+    total, exact = seen, True
+    counted: int | None = None
+    if more:
+        rest, exact = _count_lines(fh, _COUNT_BYTES, stop)
+        total += rest
+        counted = None if exact else fh.tell()
     start = args.offset + 1
     end = args.offset + len(out)
     return ReadFileOutput(
@@ -283,6 +372,9 @@ def _window(fh: BinaryIO, shown: str, args: ReadFileArgs, params: ReadFileParams
         start_line=start if out else 0,
         end_line=end if out else 0,
         total_lines=total,
+        total_exact=exact,
+        size_bytes=None if exact else max(size, counted or 0),
+        counted_bytes=counted,
         offset=args.offset,
         truncated=more,
         next_offset=end if more else None,
