@@ -195,6 +195,14 @@ class CenterHook(CallHook):
         if slow is None:
             slow = MCP_SLOW_MS if entry.tool.source != "local" else LOCAL_SLOW_MS
         if record is None:
+            if name in snap.damage.records:
+                # Fail-closed: the center cannot tell what its operators set for it.
+                refusal = ToolError(
+                    ErrorKind.UNAVAILABLE,
+                    f"{name} is unavailable: the center cannot read its record; do not call "
+                    "it again unless told it is back.",
+                )
+                return _Rule(refusal, None, keys, slow)
             return _Rule(None, None, keys, slow)
         roles = snap.roles.get(name)
         if roles is not None and self.role not in roles:

@@ -37,7 +37,15 @@ from toolweave.center._model import (
     nesting,
     shown_number,
 )
-from toolweave.center._store import CenterStore, Flags, SQLiteCenterStore, _dump
+from toolweave.center._store import (
+    NO_DAMAGE,
+    CenterStore,
+    Damage,
+    FlagKey,
+    Flags,
+    SQLiteCenterStore,
+    _dump,
+)
 from toolweave.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -135,7 +143,10 @@ class CenterHealth:
         store: Where its store is.
         version: The version of the center's current view.
         tools: How many tools it holds.
-        degraded: Why the view may be stale or changes may fail (``""``: healthy).
+        degraded: Why the view may be stale or changes may fail (``""``: healthy): the
+            store cannot be read, the center's thread failed its last round, or rows of
+            the store cannot be read (each named; the center keeps what it last read of
+            them).
         readonly: The store refuses changes.
         audit: The audit mode.
         audit_pending: Entries waiting to be written.
@@ -179,6 +190,7 @@ class Snapshot:
 
     __slots__ = (
         "breaker_cfg",
+        "damage",
         "flags",
         "groups",
         "open",
@@ -191,10 +203,19 @@ class Snapshot:
         "version",
     )
 
-    def __init__(self, version: int, records: Mapping[str, ToolRecord], flags: Flags) -> None:
+    def __init__(
+        self,
+        version: int,
+        records: Mapping[str, ToolRecord],
+        flags: Flags,
+        damage: Damage = NO_DAMAGE,
+    ) -> None:
         self.version = version
         self.records = dict(records)
         self.flags = flags
+        self.damage = damage
+        """The rows of the store that could not be read at this version: a tool whose
+        record is among them and not in ``records`` (never read) is refused."""
         self.groups: dict[str, tuple[str, ...]] = {}
         self.roles: dict[str, tuple[str, ...] | None] = {}
         self.status: dict[str, Status] = {}
@@ -391,8 +412,8 @@ class Center:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
-        version, records, flags = store.load()
-        self.snapshot = Snapshot(version, records, flags)
+        (version, records, flags), damage = store.load_checked()
+        self.snapshot = self._view(version, records, flags, damage, None)
         """The center's current view (replaced, never changed, on every new version)."""
         _centers.add(self)
 
@@ -423,13 +444,13 @@ class Center:
         """
         text = str(url)
         if isinstance(url, Path) or "://" not in text:
-            return cls(_sqlite(Path(text), create, busy_timeout), **options)
+            return cls._over(_sqlite(Path(text), create, busy_timeout), options)
         scheme, _, rest = text.partition("://")
         if scheme == "sqlite":
             path = rest[1:] if rest.startswith("/") and rest[1:2] == "/" else rest
             if not path:
                 raise CenterError(f"{text!r} names no file: use sqlite:///path/to/center.db")
-            return cls(_sqlite(Path(path), create, busy_timeout), **options)
+            return cls._over(_sqlite(Path(path), create, busy_timeout), options)
         if scheme in ("redis", "rediss", "unix"):
             from toolweave.center._redis import RedisCenterStore
 
@@ -439,11 +460,21 @@ class Center:
                 prefix=query.pop("prefix", "toolweave:center"),
                 audit_maxlen=int(query.pop("audit_maxlen", 1_000_000)),
             )
-            return cls(store, **options)
+            return cls._over(store, options)
         raise CenterError(
             f"no center store for {scheme}:// URLs in this installation "
             "(use an SQLite path or sqlite:///path)"
         )
+
+    @classmethod
+    def _over(cls, store: CenterStore, options: dict[str, Any]) -> Center:
+        """A center over the ``store`` :meth:`open` made; the store is closed again when
+        the center cannot be made (its first load failed: a damaged store, say)."""
+        try:
+            return cls(store, **options)
+        except BaseException:
+            store.close()
+            raise
 
     def __repr__(self) -> str:
         return f"<Center {self.store.describe()} version={self.snapshot.version}>"
@@ -475,9 +506,30 @@ class Center:
         while not self._stop.is_set():
             self._wake.wait(self.poll_interval)
             self._wake.clear()
-            self._write_queued()
-            self.flush_audit()
-            self.refresh()
+            self._round()
+
+    def _round(self) -> None:
+        """One round of the center's thread: record the breaker switches, write the
+        audit, follow the store. Whatever one step raises is logged and reported in
+        :meth:`health` (the last view stays), and the next round tries again: the thread
+        never dies, so the center keeps following operators' changes."""
+        failed: tuple[str, Exception] | None = None
+        for what, step in (
+            ("recording breaker switches", self._write_queued),
+            ("writing the audit", self.flush_audit),
+            ("following the store", self.refresh),
+        ):
+            try:
+                step()
+            except Exception as exc:
+                failed = failed or (what, exc)
+        if failed is not None:
+            what, error = failed
+            self._set_degraded(
+                f"the center's thread failed {what} in its store {self.store.describe()} "
+                f"({type(error).__name__}: {error}); the last view is kept, and it tries again",
+                error,
+            )
 
     def refresh(self) -> bool:
         """Look at the store now; take its new version if there is one. ``True`` when
@@ -488,6 +540,13 @@ class Center:
         except CenterError as exc:
             self._set_degraded(str(exc))
             return False
+        except Exception as exc:  # a store that failed in a way it should not have
+            self._set_degraded(
+                f"the center could not read the version of its store {self.store.describe()} "
+                f"({type(exc).__name__}: {exc}); the last view is kept",
+                exc,
+            )
+            return False
         if current == self.snapshot.version:
             self._set_degraded("")
             return False
@@ -495,27 +554,66 @@ class Center:
 
     def _reload(self) -> bool:
         with self._reload_lock:
-            before = self.snapshot.version
+            before = self.snapshot
             try:
-                version, records, flags = self.store.load()
-                events = self.store.changes_since(before) if self._subscribers else []
+                (version, records, flags), damage = self.store.load_checked()
+                if version == before.version:
+                    self._set_degraded("")
+                    return False
+                events = self.store.changes_since(before.version) if self._subscribers else []
+                snapshot = self._view(version, records, flags, damage, before)
             except CenterError as exc:
                 self._set_degraded(str(exc))
                 return False
-            self._set_degraded("")
-            if version == before:
+            except Exception as exc:  # a store that failed in a way it should not have
+                self._set_degraded(
+                    f"the center could not read its store {self.store.describe()} "
+                    f"({type(exc).__name__}: {exc}); the last view is kept",
+                    exc,
+                )
                 return False
-            self.snapshot = Snapshot(version, records, self._overlay(flags))
+            self._set_degraded("")
+            self.snapshot = snapshot
         if self._subscribers:
-            if not events or events[0].version != before + 1:
+            versions = [event.version for event in events]
+            first = before.version + 1
+            if not versions or versions != list(range(first, first + len(versions))):
+                # Events were pruned, or some cannot be read: read the state again.
                 events.insert(0, ChangeEvent(version, "resync", "*", {}, time.time()))
             for event in events:
                 self._publish(event)
         return True
 
-    def _set_degraded(self, why: str) -> None:
+    def _view(
+        self,
+        version: int,
+        records: dict[str, ToolRecord],
+        flags: Flags,
+        damage: Damage,
+        before: Snapshot | None,
+    ) -> Snapshot:
+        """The snapshot of what the store holds at ``version``. Fail-closed for what it
+        could not read: a damaged record or flag keeps the value of the view ``before``
+        (so a tool that was disabled stays disabled); one never read counts as a
+        switch-off (see :func:`_unread_flag`), and a tool whose record was never read is
+        refused by the sessions' hooks."""
+        if damage:
+            for name in damage.records:
+                last = None if before is None else before.records.get(name)
+                if last is not None:
+                    records[name] = last
+            for key in damage.flags:
+                if before is not None and key in before.flags:
+                    flags[key] = before.flags[key]
+                elif (value := _unread_flag(key)) is not None:
+                    flags[key] = value
+        return Snapshot(version, records, self._overlay(flags), damage)
+
+    def _set_degraded(self, why: str, exc: BaseException | None = None) -> None:
+        """Report the center degraded for ``why`` (``""``: recovered); ``exc``: an
+        unexpected exception, logged with its traceback."""
         if why and why != self._degraded:
-            logger.error("the registry center is degraded (last view kept): %s", why)
+            logger.error("the registry center is degraded (last view kept): %s", why, exc_info=exc)
         elif not why and self._degraded:
             logger.warning("the registry center recovered: %s", self.store.describe())
         self._degraded = why
@@ -606,10 +704,16 @@ class Center:
                     batch = list(itertools.islice(pending, _CHUNK))
                     try:
                         write(batch)
-                    except CenterError as exc:
-                        if str(exc) != self._audit_error:
-                            logger.error("writing the audit failed (kept in memory): %s", exc)
-                        self._audit_error = str(exc)
+                    except Exception as exc:
+                        expected = isinstance(exc, CenterError)
+                        why = str(exc) if expected else f"{type(exc).__name__}: {exc}"
+                        if why != self._audit_error:
+                            logger.error(
+                                "writing the audit failed (kept in memory): %s",
+                                why,
+                                exc_info=not expected,
+                            )
+                        self._audit_error = why
                         return written
                     for _ in range(len(batch)):
                         pending.popleft()
@@ -634,7 +738,7 @@ class Center:
             self.store.describe(),
             self.snapshot.version,
             len(self.snapshot.records),
-            self._degraded,
+            self._degradation(),
             self.store.readonly,
             self.audit_mode,
             len(self._pending) + len(self._entries),
@@ -643,10 +747,27 @@ class Center:
             self._trimmed(),
         )
 
+    def _degradation(self) -> str:
+        """Why the center is degraded: the store, the thread, and the rows of the
+        current view that could not be read."""
+        damage = self.snapshot.damage
+        if not damage:
+            return self._degraded
+        rows = damage.rows()
+        shown = "; ".join(rows[:5]) + (f"; and {len(rows) - 5} more" if len(rows) > 5 else "")
+        unread = (
+            f"the center store {self.store.describe()} holds rows it cannot read (it keeps "
+            "what it last read of each, refuses a tool whose record it never read and takes "
+            "a status it never read as disabled; registering the tool or setting the flag "
+            f"again repairs a row): {shown}"
+        )
+        return f"{self._degraded}. {unread}" if self._degraded else unread
+
     def _trimmed(self) -> int:
         try:
             return self.store.audit_trimmed()
-        except CenterError:
+        except Exception as exc:
+            logger.debug("the center could not count the trimmed audit: %s", exc)
             return 0
 
     def close(self) -> None:
@@ -685,12 +806,12 @@ class Center:
                 if record.name in added and not says_what_not(record.description):
                     logger.warning("tool %s (%s): %s", record.name, record.source, NOT_FOR_HINT)
         if self.approval == "auto":
-            flags = self.snapshot.flags
+            flags, unread = self.snapshot.flags, self.snapshot.damage.flags
             for record in records:
-                if (
-                    record.source.startswith("mcp:")
-                    and ("tool", record.name, "approved") not in flags
-                ):
+                key = ("tool", record.name, "approved")
+                # An approval that cannot be read is never replaced unasked: the tool
+                # stays quarantined until an operator approves it.
+                if record.source.startswith("mcp:") and key not in flags and key not in unread:
                     self.approve(record.name, actor="center", reason="first sight")
 
     def register_toolset(
@@ -927,13 +1048,18 @@ class Center:
         return [self._state(snap, name) for name in sorted(snap.records)]
 
     def tool(self, name: str) -> ToolState:
-        """One tool's state.
+        """One tool's state (of a tool whose record the center never could read: as the
+        sessions treat it, refused, with a record that holds only its name).
 
         Raises:
             CenterError: There is no such tool.
         """
+        snap = self.snapshot
+        why = snap.damage.records.get(name)
+        if why is not None and name not in snap.records:
+            return _unread_state(snap, name, why)
         self._record(name)
-        return self._state(self.snapshot, name)
+        return self._state(snap, name)
 
     def _state(self, snap: Snapshot, name: str) -> ToolState:
         record = snap.records[name]
@@ -1025,7 +1151,8 @@ class Center:
             raise CenterError("name exactly one of a tool, a group (group=) or a source (source=)")
         scope, target = given[0]
         if scope == "tool":
-            self._record(target)
+            if target not in self.snapshot.damage.records:  # one that cannot be read may
+                self._record(target)  # be switched still (the brake works on it)
         elif target not in self._known(scope):
             self.refresh()  # another process may have registered it a moment ago
             known = self._known(scope)
@@ -1349,7 +1476,9 @@ class Center:
         self._writes.append((key, value, why))
         with self._reload_lock:
             snap = self.snapshot
-            self.snapshot = Snapshot(snap.version, snap.records, self._overlay(dict(snap.flags)))
+            self.snapshot = Snapshot(
+                snap.version, snap.records, self._overlay(dict(snap.flags)), snap.damage
+            )
         if self._thread is None:
             self._write_queued()
         else:
@@ -1374,8 +1503,12 @@ class Center:
                     return
                 try:
                     self._write_switch(*self._writes[0])
-                except CenterError as exc:
-                    logger.error("recording a breaker switch in the center failed: %s", exc)
+                except Exception as exc:
+                    logger.error(
+                        "recording a breaker switch in the center failed: %s",
+                        exc,
+                        exc_info=not isinstance(exc, CenterError),
+                    )
                 self._writes.popleft()
 
     def _write_switch(self, key: str, value: Any, why: str) -> None:
@@ -1512,7 +1645,48 @@ def _settings_dict(settings: BreakerSettings) -> dict[str, Any]:
 
 
 def _unknown(name: str, snap: Snapshot) -> str:
+    why = snap.damage.records.get(name)
+    if why is not None:
+        return (
+            f"the record of tool {name!r} in the center store cannot be read ({why}): "
+            "attach a session that has the tool to register it again, or unregister it"
+        )
     return f"the center holds no tool named {name!r}{did_you_mean(name, snap.records)}"
+
+
+_UNREAD = "its status in the center store cannot be read"
+
+
+def _unread_state(snap: Snapshot, name: str, why: str) -> ToolState:
+    """The state of a tool whose record the center never could read: off (sessions
+    refuse it), with the operator's status and reason when one is set."""
+    own = snap.flags.get(("tool", name, "status"))
+    status, reason = Status.DISABLED, ""
+    if own is not None and own["status"] != Status.ENABLED.value:
+        status, reason = Status(own["status"]), own.get("reason", "")
+    return ToolState(
+        ToolRecord(name=name, source=""),
+        status,
+        roles=None,
+        groups=(),
+        pins={},
+        rollout=None,
+        reason=reason or f"its record in the center store cannot be read ({why})",
+    )
+
+
+def _unread_flag(key: FlagKey) -> Any:
+    """What a flag the center cannot read, and never read before, is taken to say
+    (``None``: unset). Fail-closed: a status is only stored for a tool, group or source
+    an operator switched off, so it switches off; a role whitelist admits no role; the
+    rest (pins, rollouts, an approval, breaker states) count as unset, which for an
+    approval keeps a remote tool quarantined."""
+    scope, _, flag = key
+    if flag == "status" and scope in ("tool", "group", "source"):
+        return {"status": Status.DISABLED.value, "reason": _UNREAD}
+    if scope == "tool" and flag == "roles":
+        return {"roles": []}
+    return None
 
 
 def _user() -> str:

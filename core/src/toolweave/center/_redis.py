@@ -25,10 +25,18 @@ from toolweave.center._model import (
 from toolweave.center._store import (
     FEED_KEEP,
     CenterStore,
+    Damage,
+    DamageLog,
     FlagUpdate,
     StoreSnapshot,
     _dump,
     _merge,
+    decode_event,
+    decode_rows,
+    record_data,
+    repaired,
+    shown_record,
+    stored_flag,
 )
 
 __all__ = ["RedisCenterStore"]
@@ -105,6 +113,7 @@ class RedisCenterStore(CenterStore):
         self._r = self._link.client
         self._watching = False
         self._closed = False
+        self._damage = DamageLog(self.describe)
 
     def _key(self, name: str) -> str:
         return f"{self.prefix}:{name}"
@@ -121,6 +130,8 @@ class RedisCenterStore(CenterStore):
         return f"<RedisCenterStore {self.describe()}>"
 
     def _run(self, awaitable: Any, what: str) -> Any:
+        import redis.exceptions
+
         if self._closed:
             awaitable.close()
             raise CenterError(
@@ -132,13 +143,49 @@ class RedisCenterStore(CenterStore):
             raise CenterError(
                 f"the center store {self.describe()}: {exc}", problem="unavailable"
             ) from exc
+        except redis.exceptions.ResponseError as exc:
+            damaged = (
+                ": a key of the center holds the wrong type of value, so the store is "
+                "damaged; restore it from a backup"
+                if "WRONGTYPE" in str(exc)
+                else ""
+            )
+            raise CenterError(
+                f"the center store {self.describe()} refused {what} ({exc}){damaged}",
+                problem="unavailable",
+            ) from exc
+
+    def _count(self, raw: Any, key: str) -> int:
+        """The count stored at ``key`` (none: 0).
+
+        Raises:
+            CenterError: It holds something else: the store is damaged.
+        """
+        if raw is None:
+            return 0
+        try:
+            value = int(raw)
+        except ValueError:
+            value = -1
+        if value >= 0:
+            return value
+        shown = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        raise CenterError(
+            f"the center store {self.describe()} is damaged: its key {self._key(key)} "
+            f"holds {shown[:40]!r}, not a count; set it back to a count (for the version, "
+            f"the highest version in {self._key('changes')}) or restore Redis from a backup",
+            problem="unavailable",
+        )
 
     # -- reads ------------------------------------------------------------------------
 
     def version(self) -> int:
-        return int(self._run(self._r.get(self._key("version")), "GET version") or 0)
+        return self._count(self._run(self._r.get(self._key("version")), "GET version"), "version")
 
     def load(self) -> StoreSnapshot:
+        return self.load_checked()[0]
+
+    def load_checked(self) -> tuple[StoreSnapshot, Damage]:
         async def read() -> list[Any]:
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.get(self._key("version"))
@@ -148,30 +195,35 @@ class RedisCenterStore(CenterStore):
                 return result
 
         version, tools, flags = self._run(read(), "the center's state")
-        try:
-            records = {
-                r.name: r for r in (ToolRecord.from_dict(json.loads(v)) for v in tools.values())
-            }
-            parsed = {tuple(k.decode().split(_SEP)): json.loads(v) for k, v in flags.items()}
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CenterError(
-                f"the center store {self.describe()} holds a record it cannot read ({exc})",
-                problem="unavailable",
-            ) from exc
-        return int(version or 0), records, parsed
+        records, parsed, damage = decode_rows(
+            ((_text(k), v) for k, v in tools.items()),
+            ((_flag_key(k), v) for k, v in flags.items()),
+        )
+        self._damage.loaded(damage)
+        return (self._count(version, "version"), records, parsed), damage
 
     def changes_since(self, version: int) -> list[ChangeEvent]:
         rows = self._run(
-            self._r.zrangebyscore(self._key("changes"), version + 1, "+inf"), "the change feed"
+            self._r.zrangebyscore(self._key("changes"), version + 1, "+inf", withscores=True),
+            "the change feed",
         )
         events = []
-        for row in rows:
-            data = json.loads(row)
-            events.append(
-                ChangeEvent(
-                    data["version"], data["kind"], data["target"], data["detail"], data["at"]
+        for row, score in rows:
+            try:
+                data = json.loads(row)
+                if not isinstance(data, dict):
+                    raise ValueError(f"not a JSON object: {str(row)[:40]}")
+                events.append(
+                    decode_event(
+                        data.get("version"),
+                        data.get("at"),
+                        data.get("kind"),
+                        data.get("target"),
+                        data.get("detail"),
+                    )
                 )
-            )
+            except (ValueError, RecursionError) as exc:
+                self._damage.event(int(score), str(exc)[:120])
         return events
 
     # -- changes ----------------------------------------------------------------------
@@ -188,7 +240,7 @@ class RedisCenterStore(CenterStore):
                 pipe: Any = pipeline
                 try:
                     await pipe.watch(version_key_)
-                    current = int(await pipe.get(version_key_) or 0)
+                    current = self._count(await pipe.get(version_key_), "version")
                     writes, changes = await plan(pipe, current)
                     if not changes:
                         await pipe.unwatch()
@@ -247,21 +299,29 @@ class RedisCenterStore(CenterStore):
             for record, old in zip(records, found, strict=True):
                 data = record.to_dict(reveal=True)
                 if old is not None:
-                    before = json.loads(old)
-                    if before["source"] != record.source:
+                    try:
+                        stored = record_data(record.name, old)
+                    except ValueError as exc:  # a damaged record: this one replaces it
+                        stored, why = None, repaired(self.describe(), record.name, exc)
+                    # A damaged record still names its source when it can: a name stays
+                    # with the source holding it.
+                    source = _source_of(old) if stored is None else stored["source"]
+                    if source is not None and source != record.source:
                         raise CenterError(
                             f"tool name {record.name!r} is already registered by "
-                            f"{before['source']}; {record.source} cannot register it too "
+                            f"{source}; {record.source} cannot register it too "
                             "(rename one of them)",
                             problem="conflict",
                         )
-                    _merge(before, data)
-                    if _dump(before) == _dump(data):
-                        continue
+                    if stored is not None:
+                        why = ""
+                        _merge(stored, data)
+                        if _dump(stored) == _dump(data):
+                            continue
                     audit = AuditEntry(
                         time.time(), "change", tool=record.name, outcome="update",
-                        actor=actor, before=mask_record(before), after=mask_record(data),
-                        reason="",
+                        actor=actor, before=mask_record(stored), after=mask_record(data),
+                        reason=why,
                     )  # fmt: skip
                     changes.append(("changed", record.name, {"source": record.source}, audit))
                 else:
@@ -297,7 +357,7 @@ class RedisCenterStore(CenterStore):
 
             audit = AuditEntry(
                 time.time(), "change", tool=name, outcome="unregister", actor=actor,
-                before=mask_record(json.loads(old)), reason=reason,
+                before=shown_record(old), reason=reason,
             )  # fmt: skip
             return writes, [("removed", name, {}, audit)]
 
@@ -325,9 +385,9 @@ class RedisCenterStore(CenterStore):
             if scope == "tool" and not await pipe.hexists(tools, target):
                 raise CenterError(f"the center holds no tool named {target!r}", problem="not_found")
             raw = await pipe.hget(flags, field)
-            before = json.loads(raw) if raw is not None else None
+            before, damaged = stored_flag((scope, target, flag), raw, self.describe())
             after = update(before)
-            if _dump(after) == _dump(before):
+            if not damaged and _dump(after) == _dump(before):
                 return None, []
 
             def writes(p: Any) -> None:
@@ -380,7 +440,7 @@ class RedisCenterStore(CenterStore):
                 return result
 
         written, present = self._run(count(), "the audit's length")
-        return max(0, int(written or 0) - int(present))
+        return max(0, self._count(written, "audit:count") - int(present))
 
     def query_audit(
         self,
@@ -416,7 +476,16 @@ class RedisCenterStore(CenterStore):
             if not rows:
                 break
             for ident, fields in rows:
-                entry = _entry(ident, fields)
+                try:
+                    entry = _entry(ident, fields)
+                except (ValueError, TypeError, KeyError, RecursionError) as exc:
+                    logger.warning(
+                        "the center store %s: audit entry %s cannot be read (%s); skipped",
+                        self.describe(),
+                        ident,
+                        exc,
+                    )
+                    continue
                 if (
                     (since is None or entry.at >= since)
                     and (until is None or entry.at <= until)
@@ -434,7 +503,8 @@ class RedisCenterStore(CenterStore):
         written (a counter: it includes entries trimmed since)."""
         if type is None:
             return int(self._run(self._r.xlen(self._key("audit")), "the audit's length"))
-        return int(self._run(self._r.get(self._key(f"audit:count:{type}")), "a count") or 0)
+        key = f"audit:count:{type}"
+        return self._count(self._run(self._r.get(self._key(key)), "a count"), key)
 
     # -- the feed -----------------------------------------------------------------------
 
@@ -470,6 +540,31 @@ class RedisCenterStore(CenterStore):
         if not self._closed:
             self._closed = True
             self._link.close()
+
+
+def _text(raw: Any) -> Any:
+    """A hash field's name as text (as it is when it is not UTF-8: named as damaged)."""
+    try:
+        return raw.decode() if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        return raw
+
+
+def _flag_key(field: Any) -> Any:
+    """A flag's (scope, target, flag) from its hash field (the field as it is when it
+    is not one)."""
+    text = _text(field)
+    return tuple(text.split(_SEP)) if isinstance(text, str) else text
+
+
+def _source_of(raw: Any) -> str | None:
+    """The source a stored record names, even a damaged one (``None``: it names none)."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    source = data.get("source") if isinstance(data, dict) else None
+    return source if isinstance(source, str) and source else None
 
 
 def _entry(ident: bytes, fields: dict[bytes, bytes]) -> AuditEntry:

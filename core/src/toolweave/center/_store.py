@@ -11,7 +11,8 @@ import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, final
 
@@ -21,18 +22,55 @@ from toolweave.center._model import (
     CallRow,
     CenterError,
     ChangeEvent,
+    Status,
     ToolRecord,
+    finite,
     mask_record,
 )
 from toolweave.state import make_folder
 
-__all__ = ["CenterStore", "Flags", "SQLiteCenterStore", "StoreSnapshot"]
+__all__ = ["CenterStore", "Damage", "Flags", "SQLiteCenterStore", "StoreSnapshot"]
 
 logger = logging.getLogger("toolweave")
 
-Flags = dict[tuple[str, str, str], Any]
-"""(scope, target, flag) → value: ``("tool", "bash", "status")``, ``("group",
-"local_core", "status")``, ``("source", "mcp:github", "breaker")``, ..."""
+FlagKey = tuple[str, str, str]
+"""(scope, target, flag): ``("tool", "bash", "status")``, ``("group", "local_core",
+"status")``, ``("source", "mcp:github", "breaker")``, ..."""
+
+Flags = dict[FlagKey, Any]
+"""(scope, target, flag) → value."""
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """The rows :meth:`CenterStore.load` left out because they cannot be read (not
+    JSON, not an object, a field of the wrong type): one damaged row never hides the
+    others. The center keeps what it last read of each (see :class:`Center
+    <toolweave.center.Center>`) and reports them in its health.
+
+    Attributes:
+        records: Tool name → what is wrong with its record.
+        flags: Flag key → what is wrong with its value.
+        other: Rows that name no tool or flag at all, each with what is wrong.
+    """
+
+    records: Mapping[str, str] = field(default_factory=dict)
+    flags: Mapping[FlagKey, str] = field(default_factory=dict)
+    other: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.records or self.flags or self.other)
+
+    def rows(self) -> list[str]:
+        """Each damaged row and what is wrong with it, for messages."""
+        return [
+            *(f"the record of tool {name!r} ({why})" for name, why in sorted(self.records.items())),
+            *(f"flag {'/'.join(key)} ({why})" for key, why in sorted(self.flags.items())),
+            *self.other,
+        ]
+
+
+NO_DAMAGE = Damage()
 
 StoreSnapshot = tuple[int, dict[str, ToolRecord], Flags]
 """What :meth:`CenterStore.load` returns: the version, the records by name, the flags."""
@@ -61,12 +99,25 @@ class CenterStore(ABC):
 
     @abstractmethod
     def load(self) -> StoreSnapshot:
-        """Everything but the audit and the feed, as of one version."""
+        """Everything but the audit and the feed, as of one version. A record or flag
+        that cannot be read is left out and logged (see :meth:`load_checked`).
+
+        Raises:
+            CenterError: The store cannot be read, or its version counter is damaged.
+        """
+
+    def load_checked(self) -> tuple[StoreSnapshot, Damage]:
+        """As :meth:`load`, with the rows it left out because they cannot be read (what
+        the center reads: it keeps what it last read of them). Stores that read their
+        rows with :func:`decode_rows` say which; by default none are named."""
+        return self.load(), NO_DAMAGE
 
     @abstractmethod
     def changes_since(self, version: int) -> list[ChangeEvent]:
         """The change events after ``version``, oldest first (the feed keeps the last
-        ones only; a reader that fell further behind reloads with :meth:`load`)."""
+        ones only; a reader that fell further behind reloads with :meth:`load`). An
+        event that cannot be read is left out and logged (decode them with
+        :func:`decode_event`): a reader sees the gap in the versions."""
 
     @abstractmethod
     def register(self, records: Sequence[ToolRecord], *, actor: str) -> list[ChangeEvent]:
@@ -221,6 +272,305 @@ def _dump(value: Any) -> str:
         raise CenterError(f"the center cannot keep this value: {exc}") from None
 
 
+# -- reading what a store keeps -----------------------------------------------------------
+#
+# Every store reads its rows through these functions: a row that another version, a
+# buggy writer or a bad restore left malformed is named and left out, never taken for
+# a valid one, and never stops the rows after it from being read.
+
+_STATUSES = frozenset(s.value for s in Status)
+
+
+def _kind(value: Any) -> str:
+    """JSON's word for the type of ``value``, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _parse(raw: Any) -> Any:
+    """The JSON value of a stored text.
+
+    Raises:
+        ValueError: ``raw`` is not text, or not JSON.
+    """
+    if not isinstance(raw, str | bytes):
+        raise ValueError(f"not JSON text but {type(raw).__name__}")
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ValueError(f"not JSON: {str(exc)[:80]}") from None
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def record_data(name: str, raw: Any) -> dict[str, Any]:
+    """The JSON object stored as the record of tool ``name``, checked field by field
+    against what :meth:`ToolRecord.to_dict` writes.
+
+    Raises:
+        ValueError: What is wrong with it (not JSON, not an object, a field of the wrong
+            type, the record of another name).
+    """
+    data = _parse(raw)
+    if not isinstance(data, dict):
+        raise ValueError(f"not a JSON object but {_kind(data)}")
+    for key in ("name", "source"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise ValueError(f"its {key!r} is not a name")
+    if data["name"] != name:
+        raise ValueError(f"it is the record of {data['name']!r}")
+    for key in ("fqid", "kind", "description", "default_version"):
+        if key in data and not isinstance(data[key], str):
+            raise ValueError(f"its {key!r} is {_kind(data[key])}, not a string")
+    if "read_only" in data and not isinstance(data["read_only"], bool):
+        raise ValueError(f"its 'read_only' is {_kind(data['read_only'])}, not a boolean")
+    for key in ("input_schema", "endpoint"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise ValueError(f"its {key!r} is {_kind(data[key])}, not an object")
+    for key in ("groups", "versions", "roles"):
+        if data.get(key) is not None and not _strings(data[key]):
+            raise ValueError(f"its {key!r} is not a list of strings")
+    return data
+
+
+def decode_record(name: str, raw: Any) -> ToolRecord:
+    """The record stored for tool ``name`` (see :func:`record_data`).
+
+    Raises:
+        ValueError: What is wrong with it.
+    """
+    return ToolRecord.from_dict(record_data(name, raw))
+
+
+def flag_problem(key: FlagKey, value: Any) -> str:
+    """What is wrong with ``value`` as the value of flag ``key`` (``""``: nothing), for
+    the flags whose form the center relies on; other flags may hold any JSON."""
+    scope, _, flag = key
+    if flag == "status":
+        what = "a status"
+        ok = (
+            isinstance(value, dict)
+            and value.get("status") in _STATUSES
+            and isinstance(value.get("reason", ""), str)
+        )
+    elif scope == "tool" and flag.startswith("pin:"):
+        what = "a pin"
+        ok = (
+            isinstance(value, dict)
+            and "version" in value
+            and (value["version"] is None or isinstance(value["version"], str))
+            and isinstance(value.get("history"), list)
+        )
+    elif scope == "tool" and flag == "rollout":
+        what = "a rollout"
+        ok = (
+            isinstance(value, dict)
+            and isinstance(value.get("version"), str)
+            and finite(value.get("percent"))
+        )
+    elif scope == "tool" and flag == "roles":
+        what = "a role whitelist"
+        ok = isinstance(value, dict) and (
+            value.get("roles", 0) is None or _strings(value.get("roles"))
+        )
+    elif scope == "tool" and flag == "groups":
+        what = "a list of groups"
+        ok = _strings(value)
+    elif scope == "tool" and flag == "approved":
+        what = "an approval"
+        ok = (
+            isinstance(value, dict)
+            and isinstance(value.get("hash"), str)
+            and isinstance(value.get("description"), str)
+            and "input_schema" in value
+        )
+    elif scope == "mcp" and flag == "config":
+        what = "an MCP server entry"
+        ok = isinstance(value, dict)
+    elif scope == "breaker" and flag == "state":
+        what = "a breaker state"
+        ok = (
+            isinstance(value, dict)
+            and isinstance(value.get("state"), str)
+            and finite(value.get("until"))
+        )
+    else:
+        return ""
+    if ok:
+        return ""
+    if isinstance(value, dict):
+        return f"not {what}: a field is missing or of the wrong type"
+    return f"not {what} but {_kind(value)}"
+
+
+def decode_flag(key: FlagKey, raw: Any) -> Any:
+    """The value stored for flag ``key``, checked (see :func:`flag_problem`).
+
+    Raises:
+        ValueError: What is wrong with it.
+    """
+    value = _parse(raw)
+    problem = flag_problem(key, value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def decode_rows(
+    tools: Iterable[tuple[Any, Any]], flags: Iterable[tuple[Any, Any]]
+) -> tuple[dict[str, ToolRecord], Flags, Damage]:
+    """The records and flags of a store's rows, and what was left out: ``tools`` are
+    (name, stored record), ``flags`` (key, stored value), the key a (scope, target,
+    flag) tuple of strings when the store could read it."""
+    records: dict[str, ToolRecord] = {}
+    bad_records: dict[str, str] = {}
+    other: list[str] = []
+    for name, raw in tools:
+        if not isinstance(name, str):
+            other.append(f"a tool row named {name!r} (not a name)")
+            continue
+        try:
+            records[name] = decode_record(name, raw)
+        except ValueError as exc:
+            bad_records[name] = str(exc)
+    values: Flags = {}
+    bad_flags: dict[FlagKey, str] = {}
+    for key, raw in flags:
+        if not (isinstance(key, tuple) and len(key) == 3 and all(isinstance(k, str) for k in key)):
+            other.append(f"a flag row keyed {key!r} (not a scope, a target and a flag)")
+            continue
+        try:
+            values[key] = decode_flag(key, raw)
+        except ValueError as exc:
+            bad_flags[key] = str(exc)
+    if not (bad_records or bad_flags or other):
+        return records, values, NO_DAMAGE
+    return records, values, Damage(bad_records, bad_flags, tuple(other))
+
+
+def decode_event(version: Any, at: Any, kind: Any, target: Any, detail: Any) -> ChangeEvent:
+    """A change event from its stored fields (``detail`` as JSON text or decoded).
+
+    Raises:
+        ValueError: What is wrong with it.
+    """
+    if isinstance(detail, str | bytes):
+        detail = _parse(detail)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(f"its version is {_kind(version)}, not a whole number")
+    if not finite(at):
+        raise ValueError(f"its time is {_kind(at)}, not a number")
+    if not isinstance(kind, str) or not isinstance(target, str):
+        raise ValueError("its kind or target is not a string")
+    if not isinstance(detail, dict):
+        raise ValueError(f"its detail is {_kind(detail)}, not an object")
+    return ChangeEvent(version, kind, target, detail, float(at))
+
+
+def shown_record(raw: Any) -> Any:
+    """What the audit keeps of a stored record that is replaced or removed: the record
+    with its secrets masked, or ``None`` when it cannot be read."""
+    try:
+        data = _parse(raw)
+    except ValueError:
+        return None
+    return mask_record(data) if isinstance(data, dict) else None
+
+
+def repaired(where: str, name: str, exc: ValueError) -> str:
+    """Log that a registration replaces the damaged record of ``name``; the reason the
+    audit keeps for it."""
+    logger.warning(
+        "the center store %s: the record of tool %r cannot be read (%s); the registration "
+        "replaces it",
+        where,
+        name,
+        exc,
+    )
+    return f"the stored record could not be read ({exc})"
+
+
+def stored_flag(key: FlagKey, raw: Any, where: str) -> tuple[Any, bool]:
+    """The value of flag ``key`` that a change starts from (``raw``: what is stored,
+    ``None`` for nothing), and whether it was damaged: a damaged value counts as none,
+    and the change writes over it (even when it would leave the flag unset)."""
+    if raw is None:
+        return None, False
+    try:
+        return decode_flag(key, raw), False
+    except ValueError as exc:
+        logger.warning(
+            "the center store %s: flag %s cannot be read (%s); the change writes over it",
+            where,
+            "/".join(key),
+            exc,
+        )
+        return None, True
+
+
+def _audit_value(raw: Any) -> Any:
+    """The ``before`` or ``after`` of an audit entry as stored (``None``: none, or one
+    that cannot be read, which is logged)."""
+    if raw is None:
+        return None
+    try:
+        return _parse(raw)
+    except ValueError as exc:
+        logger.warning("an audit entry of the center holds a value it cannot read: %s", exc)
+        return None
+
+
+class DamageLog:
+    """Warns once about each damaged row a store reads (again if it is repaired and then
+    damaged anew), naming the store, the row and what is wrong with it."""
+
+    def __init__(self, where: Callable[[], str]) -> None:
+        self._where = where
+        self._rows: set[str] = set()
+        self._events: set[int] = set()
+
+    def loaded(self, damage: Damage) -> None:
+        """Report the damage of one load (the rows left out)."""
+        rows = set(damage.rows())
+        for row in sorted(rows - self._rows):
+            logger.warning(
+                "the center store %s: %s cannot be read; it is left out, and the center "
+                "keeps what it last read of it (registering the tool or setting the flag "
+                "again repairs it)",
+                self._where(),
+                row,
+            )
+        self._rows = rows
+
+    def event(self, version: Any, why: str) -> None:
+        """Report a change event left out."""
+        key = version if isinstance(version, int) else -1
+        if key not in self._events:
+            if len(self._events) > 10_000:
+                self._events.clear()
+            self._events.add(key)
+            logger.warning(
+                "the center store %s: change event %r cannot be read (%s); it is skipped "
+                "(subscribers are told to read the state again)",
+                self._where(),
+                version,
+                why,
+            )
+
+
 def _problem(path: str, exc: sqlite3.Error) -> CenterError:
     """A clear error for what SQLite raised about the store at ``path``."""
     code = getattr(exc, "sqlite_errorcode", None)
@@ -261,6 +611,7 @@ class SQLiteCenterStore(CenterStore):
         self.path = Path(path)
         self._lock = threading.RLock()
         self._closed = False
+        self._damage = DamageLog(self.describe)
         where = str(self.path)
         if not readonly and self.path.exists() and not os.access(self.path, os.W_OK):
             readonly = True
@@ -311,7 +662,7 @@ class SQLiteCenterStore(CenterStore):
                                 conn.execute(statement)
             elif not tables:
                 raise CenterError(f"the center store {where} is empty and opened read-only")
-            conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+            self._counter(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise _problem(where, exc) from exc
@@ -326,6 +677,27 @@ class SQLiteCenterStore(CenterStore):
         return f"<SQLiteCenterStore {self.path}{' read-only' if self.readonly else ''}>"
 
     # -- plumbing ---------------------------------------------------------------------
+
+    def _counter(self, conn: sqlite3.Connection) -> int:
+        """The version counter.
+
+        Raises:
+            CenterError: Its row is missing or holds no count: the file is damaged.
+        """
+        row = conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+        value = None if row is None else row[0]
+        if isinstance(value, int) and value >= 0:
+            return value
+        what = (
+            "has no version row in its meta table"
+            if row is None
+            else f"holds {_kind(value)} ({str(value)[:40]!r}) as its version, not a count"
+        )
+        raise CenterError(
+            f"the center store {self.path} is damaged: it {what}; move it aside (the center "
+            "starts empty) or restore it from a backup",
+            problem="unavailable",
+        )
 
     def _stat(self) -> tuple[int, int] | None:
         try:
@@ -373,11 +745,9 @@ class SQLiteCenterStore(CenterStore):
                 raise
             conn.execute("COMMIT")
 
-    @staticmethod
-    def _bump(conn: sqlite3.Connection, kind: str, target: str, detail: Any) -> ChangeEvent:
-        version = conn.execute(
-            "UPDATE meta SET value = value + 1 WHERE key = 'version' RETURNING value"
-        ).fetchone()[0]
+    def _bump(self, conn: sqlite3.Connection, kind: str, target: str, detail: Any) -> ChangeEvent:
+        version = self._counter(conn) + 1
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'version'", (version,))
         now = time.time()
         conn.execute(
             "INSERT INTO changes VALUES (?, ?, ?, ?, ?)",
@@ -408,28 +778,23 @@ class SQLiteCenterStore(CenterStore):
     def version(self) -> int:
         with self._read() as conn:
             self._check_file()
-            row = conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
-        return int(row[0])
+            return self._counter(conn)
 
     def load(self) -> StoreSnapshot:
+        return self.load_checked()[0]
+
+    def load_checked(self) -> tuple[StoreSnapshot, Damage]:
         with self._read() as conn:
             conn.execute("BEGIN")
             try:
-                version = conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()[0]
-                rows = conn.execute("SELECT record FROM tools").fetchall()
+                version = self._counter(conn)
+                rows = conn.execute("SELECT name, record FROM tools").fetchall()
                 flag_rows = conn.execute("SELECT scope, target, flag, value FROM flags").fetchall()
             finally:
                 conn.execute("COMMIT")
-        try:
-            records = {r.name: r for r in (ToolRecord.from_dict(json.loads(x)) for (x,) in rows)}
-            flags = {(s, t, f): json.loads(v) for s, t, f, v in flag_rows}
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CenterError(
-                f"the center store {self.path} holds a record it cannot read ({exc}); "
-                "move the file aside or restore it from a backup",
-                problem="unavailable",
-            ) from exc
-        return int(version), records, flags
+        records, flags, damage = decode_rows(rows, (((s, t, f), v) for s, t, f, v in flag_rows))
+        self._damage.loaded(damage)
+        return (version, records, flags), damage
 
     def changes_since(self, version: int) -> list[ChangeEvent]:
         with self._read() as conn:
@@ -438,7 +803,13 @@ class SQLiteCenterStore(CenterStore):
                 "ORDER BY version",
                 (version,),
             ).fetchall()
-        return [ChangeEvent(v, k, t, json.loads(d), at) for v, at, k, t, d in rows]
+        events = []
+        for number, at, kind, target, detail in rows:
+            try:
+                events.append(decode_event(number, at, kind, target, detail))
+            except ValueError as exc:
+                self._damage.event(number, str(exc))
+        return events
 
     # -- changes ----------------------------------------------------------------------
 
@@ -458,14 +829,19 @@ class SQLiteCenterStore(CenterStore):
                             f"{record.source} cannot register it too (rename one of them)",
                             problem="conflict",
                         )
-                    before = json.loads(old)
-                    _merge(before, data)
-                    if old == _dump(data):
-                        continue
+                    try:
+                        stored = record_data(record.name, old)
+                    except ValueError as exc:  # a damaged record: this one replaces it
+                        before, why = None, repaired(self.describe(), record.name, exc)
+                    else:
+                        _merge(stored, data)
+                        if old == _dump(data):
+                            continue
+                        before, why = stored, ""
                     kind = "changed"
                     self._audit_change(
                         conn, record.name, "update", mask_record(before), mask_record(data),
-                        actor, "",
+                        actor, why,
                     )  # fmt: skip
                 else:
                     kind, before = "added", None
@@ -487,7 +863,7 @@ class SQLiteCenterStore(CenterStore):
                 raise CenterError(f"the center holds no tool named {name!r}", problem="not_found")
             conn.execute("DELETE FROM tools WHERE name = ?", (name,))
             conn.execute("DELETE FROM flags WHERE scope = 'tool' AND target = ?", (name,))
-            before = mask_record(json.loads(row[0]))
+            before = shown_record(row[0])
             self._audit_change(conn, name, "unregister", before, None, actor, reason)
             return [self._bump(conn, "removed", name, {})]
 
@@ -512,9 +888,11 @@ class SQLiteCenterStore(CenterStore):
                 "SELECT value FROM flags WHERE scope = ? AND target = ? AND flag = ?",
                 (scope, target, flag),
             ).fetchone()
-            before = json.loads(row[0]) if row is not None else None
+            before, damaged = stored_flag(
+                (scope, target, flag), None if row is None else row[0], self.describe()
+            )
             after = update(before)
-            if _dump(after) == _dump(before):
+            if not damaged and _dump(after) == _dump(before):
                 return None
             if after is None:
                 conn.execute(
@@ -610,8 +988,8 @@ class SQLiteCenterStore(CenterStore):
                     error_kind=error_kind,
                     duration_ms=duration,
                     actor=actor,
-                    before=None if before is None else json.loads(before),
-                    after=None if after is None else json.loads(after),
+                    before=_audit_value(before),
+                    after=_audit_value(after),
                     reason=why,
                     id=ident,
                 )
