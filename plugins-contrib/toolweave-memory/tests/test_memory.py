@@ -3,6 +3,7 @@ ranking, highlighted snippets, tags, scopes, restarts."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +239,101 @@ async def test_a_corrupt_file_is_unavailable_and_left_alone(workspace: Path) -> 
         assert result.error.kind is ErrorKind.UNAVAILABLE, result.text
         assert str(path) in result.text
     assert path.read_bytes() == garbage
+
+
+@pytest.mark.parametrize("query", ["!!!", "🚀", '"', "\0", "  ?!  "])
+async def test_a_query_without_words_says_so(workspace: Path, query: str) -> None:
+    """A query with no letters or digits searches nothing: the newest memories come
+    back, said to be that (not "matching" the query), with a hint to use words."""
+    session = session_for(workspace)
+    ids = await save_all(session)
+    result = await ok(session, "memory_search", {"query": query, "limit": 2})
+    assert [m["id"] for m in result.output["memories"]] == [ids[3], ids[2]]
+    assert result.output["query_has_words"] is False
+    assert "matching" not in result.text
+    first = result.text.splitlines()[0]
+    assert first == (
+        f"The query {query.strip()!r} has no words to search for (only letters and digits "
+        "are searched), so nothing was searched; search again with words. The most recent "
+        "memories instead (2 memories):"
+    )
+    tagged = await ok(session, "memory_search", {"query": query, "tags": ["nowhere"]})
+    assert tagged.text == (
+        f"The query {query.strip()!r} has no words to search for (only letters and digits "
+        "are searched), so nothing was searched; search again with words."
+    )
+    worded = await ok(session, "memory_search", {"query": "🚀 postgresql!"})
+    assert worded.output["query_has_words"] is True
+    assert worded.text.startswith("1 memory (matching '🚀 postgresql!'):")
+
+
+async def test_a_directory_in_place_of_the_file_is_unavailable(workspace: Path) -> None:
+    """A folder named memory.db makes every tool answer unavailable, naming it and
+    saying it is a directory; nothing is created in it."""
+    path = workspace / ".toolweave" / "memory.db"
+    path.mkdir(parents=True)
+    session = session_for(workspace)
+    for name, args in (
+        ("memory_search", {"query": "x"}),
+        ("memory_search", {}),
+        ("memory_save", {"content": "x"}),
+        ("memory_delete", {"ids": [1]}),
+    ):
+        result = await session.call(name, args)
+        assert result.error is not None, name
+        assert result.error.kind is ErrorKind.UNAVAILABLE, result.text
+        assert result.error.message == (
+            f"the memory file {path} cannot be opened: it is a directory, not a database "
+            "file; it is left as it is: fix it, or move it away to start with no memories"
+        )
+    assert list(path.iterdir()) == []
+
+
+async def test_a_store_that_cannot_be_written_still_serves_searches(workspace: Path) -> None:
+    """When SQLite cannot open the file for writing (here its ``-shm`` file beside it is
+    a folder), searches read it read-only; saving and deleting answer unavailable,
+    naming the file and why, and say that searching still works."""
+    session = session_for(workspace)
+    ids = await save_all(session)
+    await session.aclose()
+    path = workspace / ".toolweave" / "memory.db"
+    wal, shm = path.with_name("memory.db-wal"), path.with_name("memory.db-shm")
+    assert not wal.exists()  # the last connection checkpointed and removed it
+    shm.mkdir()
+    again = session_for(workspace)
+    found = await ok(again, "memory_search", {"query": "postgresql"})
+    assert [m["id"] for m in found.output["memories"]] == [ids[3]]
+    for name, args in (
+        ("memory_save", {"content": "more"}),
+        ("memory_delete", {"ids": [ids[0]]}),
+    ):
+        result = await again.call(name, args)
+        assert result.error is not None, name
+        assert result.error.kind is ErrorKind.UNAVAILABLE, result.text
+        assert result.error.message == (
+            f"the memory file {path} cannot be written: memory.db-shm beside it is not a "
+            "regular file; nothing was saved or deleted (searching it still works)"
+        )
+    assert len((await ok(again, "memory_search", {})).output["memories"]) == len(ids)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through file permissions")
+async def test_a_read_only_folder_is_searched_and_named(workspace: Path) -> None:
+    """A ``.toolweave`` folder this user may not write to (SQLite cannot make its
+    ``-wal`` and ``-shm`` files) is still searched; a save names the read-only folder."""
+    session = session_for(workspace)
+    ids = await save_all(session)
+    await session.aclose()
+    folder = workspace / ".toolweave"
+    folder.chmod(0o555)
+    try:
+        again = session_for(workspace)
+        found = await ok(again, "memory_search", {"query": "postgresql"})
+        assert [m["id"] for m in found.output["memories"]] == [ids[3]]
+        saved = await again.call("memory_save", {"content": "more"})
+        assert saved.error is not None
+        assert saved.error.kind is ErrorKind.UNAVAILABLE, saved.text
+        assert f"its folder {folder} is read-only" in saved.error.message
+        assert "searching it still works" in saved.error.message
+    finally:
+        folder.chmod(0o755)

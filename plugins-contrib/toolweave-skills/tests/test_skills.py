@@ -108,6 +108,25 @@ async def test_unknown_skill_names_the_available_ones(skill_writer: Any, workspa
         ("---\n- a\n---\n", "not a mapping"),
         ("---\nname: Bad Name\ndescription: y\n---\n", "is not 1 to 64 lower-case"),
         ("---\nname: ok\n---\n", "no description"),
+        ('---\nname: "deploy\\n"\ndescription: y\n---\n', "is not 1 to 64 lower-case"),
+        ("---\nname: x\ndescription: y\nwhen: 2024-13-01\n---\n", "not valid YAML"),
+        (
+            "---\nname: x\ndescription: y\nx: " + "[" * 20_000 + "]" * 20_000 + "\n---\n",
+            "nests deeper than 64 levels",
+        ),
+        ("---\nname: x\ndescription: y\nx:\n" + "- " * 20_000 + "z\n---\n", "nests deeper"),
+        ("---\nname: x\ndescription: y\nx: &a [1, *a]\n---\n", "inside its own anchor"),
+        (
+            "---\nname: x\ndescription: y\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol]\n"
+            + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 8)}]\n" for i in range(1, 10))
+            + "---\n",
+            "aliases repeat more than 10000 values",
+        ),
+        (
+            "---\nname: x\ndescription: y\na0: &a0 " + "[" * 40 + "]" * 40 + "\n"
+            "a1: &a1 " + "[" * 30 + "*a0" + "]" * 30 + "\n---\n",
+            "deeper than 64 levels once its aliases are followed",
+        ),
     ],
 )
 def test_broken_skill_files_say_why(tmp_path: Path, text: str, why: str) -> None:
@@ -273,3 +292,75 @@ async def test_listing_a_deep_or_crowded_skill_folder_is_bounded(
     assert loaded["crowded"]["files_cut"] is True
     assert loaded["small"]["files"] == ["a.md"]
     assert loaded["small"]["files_cut"] is False
+
+
+def test_front_matter_within_the_bounds_loads(tmp_path: Path) -> None:
+    """Nesting, anchors, aliases and merge keys within the bounds are read as usual."""
+    path = tmp_path / "s" / "SKILL.md"
+    path.parent.mkdir()
+    nested = "[" * 60 + "deep" + "]" * 60
+    path.write_text(
+        "---\nname: ok\ndescription: Fine.\n"
+        f"nested: {nested}\nbase: &base {{os: linux, arch: [x86, arm]}}\n"
+        "build: {<<: *base, arch: [arm]}\nagain: *base\n---\nbody\n"
+    )
+    skill = parse_skill(path)
+    assert skill.metadata["build"] == {"os": "linux", "arch": ["arm"]}
+    assert skill.metadata["again"] == {"os": "linux", "arch": ["x86", "arm"]}
+    value = skill.metadata["nested"]
+    for _ in range(60):
+        (value,) = value
+    assert value == "deep"
+
+
+async def test_a_deeply_nested_skill_file_is_skipped_and_the_others_work(
+    skill_writer: Any, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SKILL.md nesting 20,000 levels (40 KB) is listed as skipped, with why; the other
+    skills list and load, the reminder still names them, and the broken file is parsed
+    once per version, not on every look."""
+    from toolweave_skills import _index
+
+    skills = workspace / ".skills"
+    skill_writer(skills, "good", "A good skill.")
+    bad = skills / "bad" / "SKILL.md"
+    bad.parent.mkdir()
+    bad.write_text("---\nname: bad\ndescription: x\nx: " + "[" * 20_000 + "]" * 20_000 + "\n---\n")
+    parsed: list[Path] = []
+    real_parse = _index.parse_skill
+
+    def counting_parse(path: Path) -> Any:
+        parsed.append(path)
+        return real_parse(path)
+
+    monkeypatch.setattr(_index, "parse_skill", counting_parse)
+    session = session_for(workspace)
+    first = await session.call("peek", {})
+    assert "- good: A good skill." in reminder_of(first.text)
+    listed = await session.call("skill", {})
+    assert listed.error is None, listed.text
+    assert [s["name"] for s in listed.output["listing"]["skills"]] == ["good"]
+    (problem,) = listed.output["listing"]["problems"]
+    assert problem.startswith(f"{bad}: its front matter nests deeper than 64 levels")
+    assert f"- {bad}: its front matter nests deeper" in listed.text
+    loaded = await session.call("skill", {"name": "good"})
+    assert loaded.error is None, loaded.text
+    assert parsed.count(bad) == 1
+    bad.write_text("---\nname: bad\ndescription: Fixed now.\n---\n")
+    assert "- bad: Fixed now." in (await session.call("skill", {})).text
+    assert parsed.count(bad) == 2
+
+
+async def test_a_name_ending_in_a_newline_is_refused(skill_writer: Any, workspace: Path) -> None:
+    """A name with a trailing newline is not a name: the skill is skipped with why,
+    never listed under a name nobody can load."""
+    skill_writer(workspace / ".skills", "release", "Cut a release.")
+    folder = workspace / ".skills" / "nl"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text('---\nname: "deploy\\n"\ndescription: Deploy things\n---\n')
+    listed = await session_for(workspace).call("skill", {})
+    assert listed.error is None, listed.text
+    assert [s["name"] for s in listed.output["listing"]["skills"]] == ["release"]
+    assert "deploy" not in listed.text.partition("Skipped")[0]
+    (problem,) = listed.output["listing"]["problems"]
+    assert "its name 'deploy\\n' is not 1 to 64 lower-case" in problem

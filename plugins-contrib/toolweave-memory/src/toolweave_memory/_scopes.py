@@ -27,12 +27,13 @@ SHARED = "shared"
 Scope = Literal["shared", "session"]
 """``shared``: every session of the workspace sees it; ``session``: only this session id."""
 
-_TAG = re.compile(r"^[\w.-]{1,40}$", re.UNICODE)
+_TAG = re.compile(r"[\w.-]{1,40}", re.UNICODE)
+"""A tag, matched whole (``fullmatch``: no trailing newline slips through)."""
 
 
 def _tag(value: str) -> str:
     tag = value.strip().lower().lstrip("#")
-    if not _TAG.match(tag):
+    if not _TAG.fullmatch(tag):
         raise ValueError("a tag is 1 to 40 letters, digits, '_', '-' or '.', without spaces")
     return tag
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 from toolweave import Capabilities, Context, Kind, Tool, ToolOutput
 
 from toolweave_memory._scopes import SHARED, Tag, store_for, visible_scopes
+from toolweave_memory._store import fts_query
 
 __all__ = ["FoundMemory", "MemorySearch", "MemorySearchArgs", "MemorySearchParams", "SearchResult"]
 
@@ -105,13 +106,32 @@ class SearchResult(ToolOutput):
     memories: list[FoundMemory]
     """The memories found, best (or newest) first."""
 
+    query_has_words: bool = True
+    """Whether the query held a word to search for (letters or digits); a query without
+    any (``'!!!'``, an emoji) searches nothing, and the newest memories are listed."""
+
     def to_model(self) -> str:
         """A count, then each memory: ``[id] title (tags, scope, date)`` and its snippet."""
-        if not self.memories:
+        if self.query and not self.query_has_words:
+            unsearched = (
+                f"The query {self.query!r} has no words to search for (only letters and "
+                "digits are searched), so nothing was searched"
+            )
+            if not self.memories:
+                return f"{unsearched}; search again with words."
+            head = f"{unsearched}; search again with words. The most recent memories instead"
+        elif not self.memories:
             return "No memories found." if self.query else "No memories saved yet."
-        what = f"matching {self.query!r}" if self.query else "most recent first"
+        elif self.query:
+            head = f"matching {self.query!r}"
+        else:
+            head = "most recent first"
         count = len(self.memories)
-        lines = [f"{count} memor{'y' if count == 1 else 'ies'} ({what}):"]
+        noun = f"{count} memor{'y' if count == 1 else 'ies'}"
+        if self.query and not self.query_has_words:
+            lines = [f"{head} ({noun}):"]
+        else:
+            lines = [f"{noun} ({head}):"]
         for memory in self.memories:
             facts = [*memory.tags, memory.scope, memory.updated_at[:10]]
             title = f" {memory.title}" if memory.title else ""
@@ -142,8 +162,9 @@ Not for searching files or code (use the file search tools) nor the web."""
         shared, own = visible_scopes(ctx)
         scopes = {"all": (shared, own), "shared": (shared,), "session": (own,)}[args.scope]
         query = args.query.strip() if args.query and args.query.strip() else None
+        has_words = query is None or fts_query(query) is not None
         hits = store_for(ctx).search(
-            query,
+            query if has_words else None,
             scopes=scopes,
             tags=args.tags,
             match_all=args.match == "all",
@@ -153,6 +174,7 @@ Not for searching files or code (use the file search tools) nor the web."""
         )
         return SearchResult(
             query=query,
+            query_has_words=has_words,
             memories=[
                 FoundMemory(
                     id=hit.memory.id,

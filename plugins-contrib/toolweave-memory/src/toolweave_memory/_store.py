@@ -8,6 +8,7 @@ wait for writers and a write waits only for another write.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import sqlite3
@@ -17,7 +18,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from toolweave import ErrorKind, ToolError
 from toolweave.state import make_folder
@@ -28,6 +29,18 @@ MAX_ID = 2**63 - 1
 """The largest id a memory can have (SQLite's largest integer)."""
 
 T = TypeVar("T")
+_Mode = Literal["rw", "ro", "immutable"]
+"""How a connection opens the file: read-write, read-only, or read-only and immutable
+(no locks, no ``-shm`` file: what a read-only filesystem allows)."""
+
+
+class _CannotOpen(Exception):
+    """The file cannot be opened (or written) in the mode tried."""
+
+    def __init__(self, error: sqlite3.Error) -> None:
+        super().__init__(str(error))
+        self.error = error
+
 
 SCHEMA_VERSION = 1
 _SCHEMA = (
@@ -67,6 +80,17 @@ _SCHEMA = (
     END""",
 )
 """The schema, statement by statement (run in one transaction)."""
+_OPEN_FAILURES = frozenset(
+    {
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+    }
+)
+"""SQLite's primary result codes that mean the file cannot be opened, read or written
+(as opposed to a busy lock, or an error in a statement)."""
 _WORDS = re.compile(r"\w+", re.UNICODE)
 _MAX_TERMS = 32
 _COLUMNS = "m.id, m.scope, m.title, m.content, m.tags, m.created_at, m.updated_at"
@@ -157,7 +181,11 @@ class MemoryStore:
 
     Every operation raises :class:`~toolweave.ToolError` ``unavailable``, naming the
     file and leaving it untouched, when the file is not a usable database (corrupt, not
-    SQLite, or written by a newer version).
+    SQLite, or written by a newer version) or cannot be opened (a folder in its place,
+    no permission, a read-only file, folder or filesystem), saying which. A file that
+    cannot be opened for writing is still searched when SQLite can open it read-only:
+    with ``mode=ro``, or, when it has no pending write-ahead log, as ``immutable`` (what
+    a read-only filesystem needs, as SQLite cannot make the ``-shm`` file there).
     """
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 5.0, attempts: int = 8) -> None:
@@ -171,12 +199,21 @@ class MemoryStore:
 
     # -- connections ----------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = NORMAL")
+    def _connect(self, mode: _Mode = "rw") -> sqlite3.Connection:
+        if mode == "rw":
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        else:
+            query = "mode=ro" if mode == "ro" else "mode=ro&immutable=1"
+            uri = f"{self.path.absolute().as_uri()}?{query}"
+            conn = sqlite3.connect(uri, timeout=self.busy_timeout, isolation_level=None, uri=True)
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
@@ -184,11 +221,7 @@ class MemoryStore:
         if self._ready:
             return
         conn.execute("PRAGMA journal_mode = WAL")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(
-                f"{self.path} was written by a newer toolweave-memory (schema {version})"
-            )
+        version = self._version(conn)
         if version < SCHEMA_VERSION:
             with self._transaction(conn):
                 for statement in _SCHEMA:
@@ -196,17 +229,64 @@ class MemoryStore:
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self._ready = True
 
+    def _version(self, conn: sqlite3.Connection) -> int:
+        """The file's schema version.
+
+        Raises:
+            sqlite3.DatabaseError: A newer version of the pack wrote it.
+        """
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(
+                f"{self.path} was written by a newer toolweave-memory (schema {version})"
+            )
+        return version
+
     def _retrying(self, operation: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
-        """Run ``operation`` on a fresh connection, again when the database stays busy."""
+        """Run ``operation`` on a fresh connection, again when the database stays busy;
+        a read of a file that cannot be opened for writing is tried read-only.
+
+        Raises:
+            ToolError: ``unavailable``: the file is not a usable database, or cannot be
+                opened (for a write: written), naming it and saying why.
+        """
+        try:
+            if write:
+                try:
+                    make_folder(self.path)
+                except OSError as exc:
+                    raise self._unavailable(exc, write=True) from None
+            return self._attempts(operation, "rw")
+        except _CannotOpen as failure:
+            first = failure.error
+        if not write:
+            for mode in self._read_only_modes():
+                try:
+                    return self._attempts(operation, mode)
+                except _CannotOpen:
+                    continue
+        raise self._unavailable(first, write=write) from None
+
+    def _attempts(self, operation: Callable[[sqlite3.Connection], T], mode: _Mode) -> T:
+        """``operation`` on a connection opened in ``mode``, tried again while the
+        database stays busy.
+
+        Raises:
+            _CannotOpen: The file cannot be opened (or written) this way.
+            ToolError: ``unavailable``: it is not a usable database.
+        """
         delay = 0.02
         for attempt in range(self.attempts):
             try:
-                if write:
-                    make_folder(self.path)
-                with closing(self._connect()) as conn:
-                    self._prepare(conn)
+                with closing(self._connect(mode)) as conn:
+                    if mode == "rw":
+                        self._prepare(conn)
+                    elif self._version(conn) < SCHEMA_VERSION:
+                        raise _CannotOpen(sqlite3.OperationalError("it holds no memory tables yet"))
                     return operation(conn)
             except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF in _OPEN_FAILURES:
+                    raise _CannotOpen(exc) from None
                 busy = "locked" in str(exc) or "busy" in str(exc)
                 if not busy or attempt == self.attempts - 1:
                     raise
@@ -221,6 +301,81 @@ class MemoryStore:
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 1.0)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _read_only_modes(self) -> tuple[_Mode, ...]:
+        """How a file that cannot be opened for writing may still be read: ``mode=ro``,
+        then ``immutable`` unless a write-ahead log holds changes (reading without it
+        would miss them)."""
+        if self.path.is_dir():
+            return ()
+        try:
+            pending = os.stat(f"{self.path}-wal").st_size > 0
+        except FileNotFoundError:
+            pending = False
+        except OSError:
+            pending = True
+        return ("ro",) if pending else ("ro", "immutable")
+
+    def _why(self, error: BaseException) -> str:
+        """Why the file cannot be opened (or written), in words."""
+        path = self.path
+        if path.is_dir():
+            return "it is a directory, not a database file"
+        if path.parent.exists() and not path.parent.is_dir():
+            return f"{path.parent} is not a folder"
+        if path.exists() and not os.access(path, os.R_OK):
+            return "it cannot be read (permission denied)"
+        for suffix in ("-wal", "-shm"):
+            beside = Path(f"{path}{suffix}")
+            if beside.exists() and not beside.is_file():
+                return f"{beside.name} beside it is not a regular file"
+        existing = next((p for p in (path, *path.parents) if p.exists()), None)
+        try:
+            read_only_fs = existing is not None and bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+        except OSError:
+            read_only_fs = False
+        if read_only_fs:
+            return "it is on a read-only filesystem"
+        if path.exists() and not os.access(path, os.W_OK):
+            return "the file is read-only"
+        if path.parent.is_dir() and not os.access(path.parent, os.W_OK):
+            return (
+                f"its folder {path.parent} is read-only (SQLite keeps its -wal and -shm "
+                "files beside the database)"
+            )
+        if getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:
+            return "the disk is full"
+        if isinstance(error, sqlite3.Error):
+            return f"SQLite refuses it ({error})"
+        return str(error) or type(error).__name__
+
+    def _unavailable(self, error: BaseException, *, write: bool) -> ToolError:
+        """``unavailable``, naming the file and why it cannot be used; for a write, also
+        whether searching it still works."""
+        why = self._why(error)
+        if write and self.path.is_file() and self._readable():
+            return ToolError(
+                ErrorKind.UNAVAILABLE,
+                f"the memory file {self.path} cannot be written: {why}; nothing was saved "
+                "or deleted (searching it still works)",
+            )
+        return ToolError(
+            ErrorKind.UNAVAILABLE,
+            f"the memory file {self.path} cannot be opened: {why}; it is left as it is: "
+            "fix it, or move it away to start with no memories",
+        )
+
+    def _readable(self) -> bool:
+        """Whether the file can be read, if only read-only."""
+        for mode in ("rw", *self._read_only_modes()):
+            try:
+                with closing(self._connect(mode)) as conn:
+                    if self._version(conn) == SCHEMA_VERSION:
+                        conn.execute("SELECT 1 FROM memories LIMIT 1").fetchall()
+                        return True
+            except sqlite3.Error:
+                continue
+        return False
 
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
@@ -310,8 +465,9 @@ class MemoryStore:
         snippet_words: int = 16,
     ) -> list[SearchHit]:
         """Memories of ``scopes`` matching ``query`` (best first, by BM25 with titles
-        weighing most), carrying every tag of ``tags``. Without a query: the most
-        recently updated ones."""
+        weighing most), carrying every tag of ``tags``. Without a query, or with one
+        that holds no word (``fts_query`` gives ``None``): the most recently updated
+        ones (callers tell the two apart with ``fts_query``)."""
         if not self.path.exists():
             return []
         match = fts_query(query or "", match_all=match_all)

@@ -4,6 +4,7 @@ are found on the next look."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -27,10 +28,17 @@ DEFAULT_FOLDERS = (".skills", "~/.config/toolweave/skills")
 """Where skills are looked for: the workspace's ``.skills``, then the user's."""
 
 SKILL_FILE = "SKILL.md"
-_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+"""A skill's name, matched whole (``fullmatch``: no trailing newline slips through)."""
 _MAX_NAME = 64
 _MAX_DESCRIPTION = 1_024
 _MAX_SKILL_BYTES = 1_000_000
+_MAX_YAML_DEPTH = 64
+"""How deeply the front matter's collections may nest, aliases followed (the YAML
+composer recurses per level; deeper front matter is refused before it is built)."""
+_MAX_YAML_REPEATED = 10_000
+"""How many nodes aliases (``*anchor``, ``<<: *anchor``) may repeat in all: an alias
+bomb is refused rather than handed on as a structure that expands exponentially."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,14 +73,128 @@ class SkillScan:
     problems: list[str]
 
 
+class _Refused(ValueError):
+    """Front matter refused for its shape (too deep, recursive, an alias bomb), not for
+    its syntax."""
+
+
+@functools.cache
+def _loader() -> Any:
+    """PyYAML's ``SafeLoader`` (plain data only: no Python objects are made) with its
+    nesting bounded: a collection deeper than ``_MAX_YAML_DEPTH`` or an alias to a node
+    that contains it (a recursive structure) stops the composer with an error, before
+    its recursion can exhaust the stack."""
+    import yaml  # type: ignore[import-untyped,unused-ignore]
+
+    class BoundedLoader(yaml.SafeLoader):  # type: ignore[misc,unused-ignore]
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.open_anchors: list[str | None] = []
+            """The anchors of the collections being composed, outermost first."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent):
+                if event.anchor in self.open_anchors:
+                    raise _Refused(
+                        f"its front matter has the alias *{event.anchor} inside its own "
+                        f"anchor, a structure without end ({_where(event)})"
+                    )
+                return super().compose_node(parent, index)
+            if len(self.open_anchors) >= _MAX_YAML_DEPTH:
+                raise _Refused(
+                    f"its front matter nests deeper than {_MAX_YAML_DEPTH} levels ({_where(event)})"
+                )
+            self.open_anchors.append(getattr(event, "anchor", None))
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.open_anchors.pop()
+
+    return BoundedLoader
+
+
+def _where(event: Any) -> str:
+    """Where a YAML event starts, as a person counts (the front matter's first line is
+    the file's second)."""
+    mark = event.start_mark
+    return f"line {mark.line + 2}, column {mark.column + 1} of the file"
+
+
+def _check_expansion(root: Any) -> None:
+    """Refuse a composed document that aliases make too deep or too large.
+
+    The composer shares an aliased node rather than copying it, so the document is a
+    graph whose size once expanded (as anything walking the loaded data sees it) can
+    be exponential in the text's. Each node is measured once, in document order (an
+    anchor comes before its aliases), so this costs one step per node written.
+
+    Raises:
+        _Refused: Followed through aliases, it nests deeper than ``_MAX_YAML_DEPTH``
+            levels or repeats more than ``_MAX_YAML_REPEATED`` nodes.
+    """
+    measured: dict[int, tuple[int, int]] = {}
+
+    def measure(node: Any) -> tuple[int, int]:
+        """The node's size and depth once expanded."""
+        known = measured.get(id(node))
+        if known is not None:
+            return known
+        size, depth = 1, 0
+        children = node.value if isinstance(node.value, list) else []
+        for child in children:
+            for part in child if isinstance(child, tuple) else (child,):
+                part_size, part_depth = measure(part)
+                size += part_size
+                depth = max(depth, part_depth)
+        found = measured[id(node)] = (size, depth + 1)
+        return found
+
+    size, depth = measure(root)
+    if depth > _MAX_YAML_DEPTH:
+        raise _Refused(
+            f"its front matter nests deeper than {_MAX_YAML_DEPTH} levels once its aliases "
+            "are followed"
+        )
+    if size - len(measured) > _MAX_YAML_REPEATED:
+        raise _Refused(
+            f"its front matter's aliases repeat more than {_MAX_YAML_REPEATED} values "
+            "(an alias bomb?)"
+        )
+
+
+def _load_yaml(text: str) -> Any:
+    """The data of one YAML document, read safely (plain data only) and bounded.
+
+    Raises:
+        ValueError: It is not valid YAML, nests too deeply, or its aliases expand too
+            far; or reading it failed in any other way (a value Python cannot hold,
+            exhausted memory), so no document can take its caller down.
+    """
+    loader = _loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node)
+        return loader.construct_document(node)
+    except _Refused:
+        raise
+    except (RecursionError, MemoryError):
+        raise ValueError("its front matter is too deeply nested or too large to read") from None
+    except Exception as exc:  # any error of the YAML library, or of a value it builds
+        raise ValueError(f"its front matter is not valid YAML ({exc})") from None
+    finally:
+        loader.dispose()
+
+
 def _front_matter(text: str) -> tuple[dict[str, Any], str]:
     """The YAML front matter of ``text`` and the rest.
 
     Raises:
-        ValueError: No front matter, or it is not a YAML mapping.
+        ValueError: No front matter, it is not valid YAML (or too deep or large to read),
+            or it is not a YAML mapping.
     """
-    import yaml  # type: ignore[import-untyped,unused-ignore]
-
     lines = text.lstrip("\ufeff").splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
         raise ValueError("it does not start with YAML front matter (a line '---')")
@@ -81,10 +203,7 @@ def _front_matter(text: str) -> tuple[dict[str, Any], str]:
             break
     else:
         raise ValueError("its front matter is not closed by a line '---'")
-    try:
-        data = yaml.safe_load("".join(lines[1:end]))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"its front matter is not valid YAML ({exc})") from None
+    data = _load_yaml("".join(lines[1:end]))
     if not isinstance(data, dict):
         raise ValueError("its front matter is not a mapping of fields")
     return data, "".join(lines[end + 1 :]).strip()
@@ -150,7 +269,7 @@ def parse_skill(path: Path) -> Skill:
         raise ValueError(f"it is larger than {_MAX_SKILL_BYTES} bytes")
     data, body = _front_matter(data_bytes.decode("utf-8", errors="replace"))
     name, description = data.pop("name", None), data.pop("description", None)
-    if not isinstance(name, str) or not _NAME.match(name) or len(name) > _MAX_NAME:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > _MAX_NAME:
         raise ValueError(
             f"its name {name!r} is not 1 to {_MAX_NAME} lower-case letters, digits and hyphens"
         )
@@ -221,6 +340,8 @@ class SkillIndex:
                         parsed: Skill | str = parse_skill(path)
                     except (OSError, ValueError) as exc:
                         parsed = f"{path}: {exc}"
+                    except Exception as exc:  # one broken file never hides the others
+                        parsed = f"{path}: it cannot be read ({type(exc).__name__}: {exc})"
                     cached = self._parsed[path] = (stamp, parsed)
                 parsed = cached[1]
                 if isinstance(parsed, str):
