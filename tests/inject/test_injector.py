@@ -28,6 +28,7 @@ from toolweave.inject import (
     ToolDoc,
     says_what_not,
 )
+from toolweave.inject._injector import _name_of
 from toolweave.runtime._session import Session
 from toolweave.testing import ScriptedModel, step
 
@@ -747,6 +748,38 @@ def test_tools_the_permission_rules_refuse_are_never_injected_nor_found(
         "send_email": "policy",
     }
     assert "refund_order" not in [c.name for c in injector.search("refund the order")]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "openai-responses"])
+def test_a_tool_denied_mid_turn_leaves_the_turns_definitions(
+    session: Session, provider: str
+) -> None:
+    """A deny the session's policy gains after the turn was selected takes the tool out
+    of that turn's definitions at once (chosen and found alike), as a center's status
+    change does; the next turn filters it as ``policy``."""
+    from toolweave.policy import attach_policy
+
+    hook = attach_policy(session, {})
+    injector = Injector(session, classifier=Scripted(ANSWERS))
+    selection = injector.select("an email")
+    found = [c.name for c in injector.search("an order")]
+    assert "send_email" in selection.names
+    assert "query_db" in found
+
+    def names() -> set[str]:
+        return {_name_of(d) for d in selection.definitions(provider)}
+
+    assert "send_email" in names()
+    if provider == "openai":  # found tools are listed after the search
+        assert "query_db" in names()
+    hook.add_rule("send_email", "deny")
+    hook.add_rule("query_db", "deny")
+    assert "send_email" not in names()
+    assert "query_db" not in names()
+    assert "read_inbox" in names()
+    after = injector.select("an email")
+    assert "send_email" not in after.names
+    assert {d.name: d.why for d in after.filtered}["send_email"] == "policy"
 
 
 @pytest.mark.parametrize(

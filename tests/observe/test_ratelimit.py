@@ -32,6 +32,101 @@ def test_rates_are_read_in_every_documented_form() -> None:
             parse_rates(bad)
 
 
+@pytest.mark.parametrize(
+    ("text", "window_ms"),
+    [
+        ("5/2ms", 2),
+        ("100/500ms", 500),
+        ("1/ms", 1),
+        ("1/1.5ms", 2),
+        ("5/2s", 2_000),
+        ("5/2 sec", 2_000),
+        ("5/2secs", 2_000),
+        ("5/second", 1_000),
+        ("5 per 3 seconds", 3_000),
+        ("5/2m", 120_000),
+        ("5/2 min", 120_000),
+        ("5/2mins", 120_000),
+        ("5/minute", 60_000),
+        ("5/2 minutes", 120_000),
+        ("5/h", 3_600_000),
+        ("5/2 hours", 7_200_000),
+        ("5/d", 86_400_000),
+        ("5/2 days", 172_800_000),
+        ("5/2MS", 2),
+    ],
+)
+def test_every_unit_is_read_as_written(text: str, window_ms: int) -> None:
+    """``ms`` is milliseconds (it was read as minutes: ``m`` and a plural ``s``)."""
+    limit = int(text.split("/")[0].split(" ")[0])
+    assert [(r.limit, r.window_ms) for r in parse_rates(text)] == [(limit, window_ms)]
+
+
+@pytest.mark.parametrize(
+    "text", ["5/2mss", "5/2hs", "5/2ds", "5/msec", "5/2y", "5/2 fortnights", "5/2 m s"]
+)
+def test_a_word_that_is_no_unit_is_an_error_naming_it(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a rate") as raised:
+        parse_rates(text)
+    assert "units: ms, s," in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("99999999999999999999/minute", "at most 9223372036854775807 calls"),
+        ("9223372036854775808/s", "at most 9223372036854775807 calls"),
+        ("1" + "0" * 5000 + "/s", "at most 9223372036854775807 calls"),
+        ("1/99999999999999999999 d", "at most 10 years"),
+        ("1/3661 days", "at most 10 years"),
+        ("1/" + "9" * 400 + "s", "at most 10 years"),
+        ("1/0.0001ms", "at least 1 ms"),
+    ],
+)
+def test_limits_and_windows_the_store_cannot_hold_are_refused_up_front(
+    text: str, message: str
+) -> None:
+    """A limit above what SQLite's INTEGER holds, or a window over ten years, fails
+    validation with the spec named (it used to validate, then make every limited call
+    on SQLite ``unavailable``); the largest allowed ones still count."""
+    with pytest.raises(ValueError, match=message):
+        parse_rates(text)
+    with pytest.raises(ValidationError, match="bash") as raised:
+        RateLimits.model_validate({"per_tool": {"bash": text}})
+    assert len(str(raised.value)) < 2000
+    assert [(r.limit, r.window_ms) for r in parse_rates(f"{2**63 - 1}/3660 days")] == [
+        (2**63 - 1, 3660 * 86_400_000)
+    ]
+
+
+def test_the_largest_rates_count_on_both_stores(center_url: str, clock: Any) -> None:
+    """A limit of 2**63-1 calls and a ten-year window count on SQLite and Redis alike:
+    calls are admitted, not refused as unavailable."""
+    limiter = RateLimiter(
+        center_url,
+        {"per_tool": {"add": f"{2**63 - 1}/minute", "echo": "1/3660 days"}},
+        clock=clock,
+    )
+    assert limiter.check("add", "s1") is None
+    assert limiter.check("add", "s1") is None
+    assert limiter.check("echo", "s1") is None
+    refused = limiter.check("echo", "s1")
+    assert refused is not None
+    assert refused.kind is ErrorKind.RATE_LIMITED
+    limiter.close()
+
+
+def test_a_millisecond_window_is_milliseconds(tmp_path: Path, clock: Any) -> None:
+    """``1/10ms``: a second call 50 ms later is admitted (it was refused for ten
+    minutes)."""
+    limiter = RateLimiter(tmp_path / "center.db", {"per_tool": {"add": "1/10ms"}}, clock=clock)
+    assert limiter.check("add", "s1") is None
+    assert limiter.check("add", "s1") is not None
+    clock.now += 50
+    assert limiter.check("add", "s1") is None
+    limiter.close()
+
+
 def test_a_bad_spec_is_refused_with_its_key() -> None:
     """A spec names the entry whose rate cannot be read, and unknown keys are errors."""
     with pytest.raises(ValidationError, match="bash"):

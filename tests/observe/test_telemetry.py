@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from toolweave import (
@@ -145,6 +145,82 @@ async def test_arguments_and_results_only_when_opted_in(
     assert TelemetryHook(tracer_provider=otel.tracer_provider).capture_content
     monkeypatch.setenv(CAPTURE_CONTENT_ENV, "false")
     assert not TelemetryHook(tracer_provider=otel.tracer_provider).capture_content
+
+
+@tool(blocking=False)
+def login(token: str, mode: Literal["a", "b"] = "a", count: int = 1) -> str:
+    """Log in (a stand-in). Not for logging out.
+
+    Args:
+        token: The API token.
+        mode: The mode.
+        count: How many times.
+    """
+    raise RuntimeError(f"token {token} was refused")
+
+
+class _Secretive(CallHook):
+    """Refuses a call with ``count=2`` with a message that quotes its arguments, and
+    data that is not a refusal's."""
+
+    def before(self, call: HookCall) -> ToolError | None:
+        if call.arguments["count"] != 2:
+            return None
+        return ToolError(
+            ErrorKind.EXECUTION_ERROR,
+            f"cannot log in with {call.arguments}",
+            {"scope": "sk-SECRET-data", "limit": "sk-SECRET-limit"},
+        )
+
+
+def _blob(span: Any) -> str:
+    events = [(e.name, dict(e.attributes or {})) for e in span.events]
+    return repr((dict(span.attributes), span.status.description, events))
+
+
+@pytest.mark.parametrize("capture", [False, True])
+async def test_argument_values_reach_spans_only_when_content_is_opted_in(
+    otel: Any, capture: bool
+) -> None:
+    """An invalid value, an unknown argument's name, an exception's text quoting an
+    argument, a hook's message and a non-refusal's data: without capture_content the
+    span carries the error kind and its fixed meaning, never a value; with it, the
+    error's message."""
+    from opentelemetry.trace import StatusCode
+
+    builder = ToolSetBuilder()
+    builder.add(login)
+    session = builder.build().session()
+    TelemetryHook(tracer_provider=otel.tracer_provider, capture_content=capture).attach(session)
+    session.add_hook(_Secretive())
+    calls = [
+        {"token": "sk-SECRET-1", "mode": "sk-SECRET-2"},
+        {"token": "sk-SECRET-3", "count": "sk-SECRET-4"},
+        {"token": "sk-SECRET-5", "sk-SECRET-6": 1},
+        {"token": "sk-SECRET-7"},
+        {"token": "sk-SECRET-8", "count": 2},
+    ]
+    for arguments in calls:
+        result = await session.call("login", arguments, "c")
+        assert result.error is not None
+        assert "SECRET" in result.error.message  # the model still sees what went wrong
+    spans = otel.spans()
+    assert len(spans) == 5
+    for span in spans:
+        assert span.status.status_code is StatusCode.ERROR
+        assert "toolweave.scope" not in span.attributes
+        if capture:
+            assert "SECRET" in span.status.description
+        else:
+            assert "SECRET" not in _blob(span), _blob(span)
+            kind = span.attributes["error.type"]
+            assert span.status.description.startswith(f"{kind}: ")
+    if not capture:
+        described = [s.status.description for s in spans]
+        assert described[0] == (
+            "invalid_params: the arguments did not validate against the tool's schema"
+        )
+        assert described[3] == "execution_error: the tool ran and failed"
 
 
 async def test_spans_inside_a_call_and_inner_calls_are_children(otel: Any) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from toolweave import ToolSetBuilder, tool
 from toolweave.policy import Effect, Policy
 from toolweave.runtime import Session
 
@@ -98,3 +99,56 @@ def test_a_working_directory_argument_outside_stops_path_rules(
     assert effect(config, "look", path="app.py", cwd="/") is Effect.ASK
     assert effect(config, "look", path="key", cwd="secret") is Effect.DENY
     assert effect(config, "look", path="key", cwd="/tmp") is Effect.ASK  # might be denied
+
+
+@tool(blocking=False, read_only=True)
+def read_path(path: Path) -> str:
+    """Read a file named by a path object (a stand-in). Not for writing.
+
+    Args:
+        path: The file.
+    """
+    return f"read {path}"
+
+
+@tool(blocking=False)
+def copy_paths(source: list[Path], target: Path, cwd: Path | None = None) -> str:
+    """Copy files named by path objects (a stand-in). Not for moving.
+
+    Args:
+        source: The files.
+        target: Where to.
+        cwd: Where the paths are relative to.
+    """
+    return f"copied {source} to {target}"
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "expected"),
+    [
+        ({"deny": ["read_path(*.env)"]}, {"path": ".env"}, Effect.DENY),
+        ({"deny": ["*(*.env)"]}, {"path": ".env"}, Effect.DENY),
+        ({"deny": ["*(*.env)"], "read_only": "allow"}, {"path": "src/.env"}, Effect.DENY),
+        ({"allow": ["read_path(src/**)"], "read_only": "ask"}, {"path": "src/app.py"}, Effect.ALLOW),
+        ({"allow": ["read_path(src/**)"], "read_only": "ask"}, {"path": "src/../x"}, Effect.ASK),
+        ({"deny": ["*(secret/**)"]}, {"source": ["src/a", "secret/k"], "target": "src/b"}, Effect.DENY),
+        ({"allow": ["copy_paths(src/**)"]}, {"source": ["src/a"], "target": "src/b"}, Effect.ALLOW),
+        ({"allow": ["copy_paths(src/**)"]}, {"source": ["src/a"], "target": "docs/b"}, Effect.ASK),
+        ({"allow": ["copy_paths(src/**)"]}, {"source": ["a"], "target": "b", "cwd": "src"}, Effect.ALLOW),
+        ({"allow": ["copy_paths(src/**)"]}, {"source": ["a"], "target": "b", "cwd": "/"}, Effect.ASK),
+    ],
+)  # fmt: skip
+def test_path_arguments_typed_as_path_objects_meet_the_rules(
+    workspace: Path, config: dict[str, object], args: dict[str, object], expected: Effect
+) -> None:
+    """A parameter typed ``pathlib.Path`` (alone, in a list, or the working directory)
+    validates to a path object, not a string: the rules read it like its text."""
+    builder = ToolSetBuilder()
+    builder.add(read_path)
+    builder.add(copy_paths)
+    session = builder.build().session(workspace=workspace)
+    tool_name = "read_path" if "path" in args else "copy_paths"
+    entry = session.resolve(tool_name)
+    assert entry is not None
+    root = str(session.workspace)
+    assert Policy(config).decide(entry, entry.parse(args), root).effect is expected  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ from toolweave.inject._selection import Choice, Dropped, Selection
 if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolEntry
     from toolweave.center import Snapshot
+    from toolweave.policy import PolicyHook
     from toolweave.results import CallResult
     from toolweave.runtime._session import Session
 
@@ -433,7 +434,14 @@ class Injector:
         anthropic = native and fmt == "anthropic"
         responses = native and fmt in _RESPONSES
         listing = self._listing(format)
-        out = [listing[c.name] for c in selection.chosen if c.name in listing]
+        # The listing follows the center (a tool disabled mid-turn leaves it); rules a
+        # policy gained mid-turn are applied here (nothing to do without a policy).
+        hooks = self._policy_hooks()
+        out = [
+            listing[c.name]
+            for c in selection.chosen
+            if c.name in listing and not (hooks and self._policy_refuses(c.name, hooks))
+        ]
         searching = selection.search and self._search_entry is not None
         if responses:
             return [*out, responses_tool_search()] if searching else out
@@ -441,7 +449,11 @@ class Injector:
             out += self._search_definition(format)
         if not anthropic:
             # found tools last: the prefix sent before the search stays as it was
-            return out + [listing[c.name] for c in selection.found if c.name in listing]
+            return out + [
+                listing[c.name]
+                for c in selection.found
+                if c.name in listing and not (hooks and self._policy_refuses(c.name, hooks))
+            ]
         if searching:
             snap = self._snapshot()
             now = time.time()
@@ -591,14 +603,19 @@ class Injector:
             return ("unlisted", "")
         return None
 
-    def _policy_refuses(self, name: str) -> bool:
-        """Whether the session's permission rules refuse every call of ``name`` (a
-        ``deny`` without a pattern for it, for the session's role)."""
-        from toolweave.policy import Effect, PolicyHook
+    def _policy_hooks(self) -> list[PolicyHook]:
+        """The session's policy hooks (most sessions have none)."""
+        from toolweave.policy import PolicyHook
 
-        for hook in self.session.hooks:
-            if not isinstance(hook, PolicyHook):
-                continue
+        return [hook for hook in self.session.hooks if isinstance(hook, PolicyHook)]
+
+    def _policy_refuses(self, name: str, hooks: Sequence[PolicyHook] | None = None) -> bool:
+        """Whether the session's permission rules refuse every call of ``name`` (a
+        ``deny`` without a pattern for it, for the session's role), as they stand now
+        (rules added to the session count)."""
+        from toolweave.policy import Effect
+
+        for hook in self._policy_hooks() if hooks is None else hooks:
             entry = self.session.resolve(name)
             if entry is None:
                 return False

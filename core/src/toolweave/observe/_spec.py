@@ -14,17 +14,34 @@ _UNITS = {
     "ms": 1,
     "s": 1000,
     "sec": 1000,
+    "secs": 1000,
     "second": 1000,
+    "seconds": 1000,
     "m": 60_000,
     "min": 60_000,
+    "mins": 60_000,
     "minute": 60_000,
+    "minutes": 60_000,
     "h": 3_600_000,
     "hour": 3_600_000,
+    "hours": 3_600_000,
     "d": 86_400_000,
     "day": 86_400_000,
+    "days": 86_400_000,
 }
+"""Every unit a window may be written in, exactly as written (``ms`` is milliseconds,
+``m`` minutes)."""
 _RATE = re.compile(
-    r"^\s*(?P<limit>\d+)\s*(?:/|per)\s*(?P<count>\d+(?:\.\d+)?)?\s*(?P<unit>[a-z]+?)s?\s*$"
+    r"^\s*(?P<limit>\d+)\s*(?:/|per)\s*(?P<count>\d+(?:\.\d+)?)?\s*(?P<unit>[a-z]+)\s*$",
+    re.ASCII,
+)
+MAX_LIMIT = 2**63 - 1
+"""The most calls a window may allow: what the counters' store holds as an integer."""
+MAX_WINDOW_MS = 10 * 366 * 86_400_000
+"""The longest window: ten years."""
+_FORM = (
+    "write calls/window, e.g. '60/minute', '10 per 5 seconds', '5/2s', '100/500ms' "
+    "(units: ms, s, sec(s), second(s), m, min(s), minute(s), h, hour(s), d, day(s))"
 )
 
 
@@ -60,27 +77,47 @@ class Rate:
 
 
 def parse_rates(text: str) -> tuple[Rate, ...]:
-    """Read ``"60/minute"``, ``"10 per 5 seconds"``, ``"5/2s"`` or several joined by
-    ``,`` or ``;`` (``"5/second, 100/hour"``: every one must allow the call).
+    """Read ``"60/minute"``, ``"10 per 5 seconds"``, ``"5/2s"``, ``"100/500ms"`` or
+    several joined by ``,`` or ``;`` (``"5/second, 100/hour"``: every one must allow
+    the call). A unit is read as written: ``ms`` milliseconds, ``s``/``sec``/
+    ``second(s)``, ``m``/``min``/``minute(s)``, ``h``/``hour(s)``, ``d``/``day(s)``.
 
     Raises:
-        ValueError: The text is not of that form (the message shows the form).
+        ValueError: The text is not of that form (the message shows the form), or a
+            rate allows more than :data:`MAX_LIMIT` calls or no call, or its window is
+            longer than ten years or shorter than a millisecond.
     """
     rates: list[Rate] = []
     for part in re.split(r"[,;]", text):
+        written = _shown(part.strip())
         found = _RATE.match(part.lower())
-        unit = _UNITS.get(found["unit"]) if found else None
-        if found is None or unit is None:
+        if found is None:
+            raise ValueError(f"{written!r} is not a rate: {_FORM}")
+        unit = _UNITS.get(found["unit"])
+        if unit is None:
             raise ValueError(
-                f"{part.strip()!r} is not a rate: write calls/window, e.g. '60/minute', "
-                "'10 per 5 seconds', '5/2s' (units: ms, s, second, m, minute, h, hour, d, day)"
+                f"{written!r} is not a rate: {_shown(found['unit'])!r} is not a unit of "
+                f"time; {_FORM}"
             )
-        limit = int(found["limit"])
-        window = round(float(found["count"] or 1) * unit)
-        if limit < 1 or window < 1:
-            raise ValueError(f"{part.strip()!r}: a rate allows at least one call per window")
-        rates.append(Rate(limit, window, part.strip()))
+        digits = found["limit"].lstrip("0")
+        if len(digits) > len(str(MAX_LIMIT)) or int(digits or "0") > MAX_LIMIT:
+            raise ValueError(f"{written!r}: a window may allow at most {MAX_LIMIT} calls")
+        limit = int(digits or "0")
+        window = float(found["count"] or 1) * unit
+        if not window <= MAX_WINDOW_MS:  # also infinite
+            raise ValueError(f"{written!r}: a window may be at most 10 years long")
+        window_ms = round(window)
+        if limit < 1:
+            raise ValueError(f"{written!r}: a rate allows at least one call per window")
+        if window_ms < 1:
+            raise ValueError(f"{written!r}: a window must be at least 1 ms long")
+        rates.append(Rate(limit, window_ms, part.strip()))
     return tuple(sorted(set(rates), key=lambda rate: rate.window_ms))
+
+
+def _shown(text: str) -> str:
+    """``text`` for an error message: at most 60 characters of it."""
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class RateLimits(BaseModel):

@@ -51,6 +51,22 @@ DURATION_BUCKETS = (
 GenAI conventions give for operation durations."""
 
 _REFUSALS = frozenset({ErrorKind.PERMISSION_DENIED, ErrorKind.UNAUTHORIZED, ErrorKind.RATE_LIMITED})
+_KIND_TEXT = {
+    ErrorKind.UNIMPLEMENTED: "the tool, or this way of calling it, is not implemented",
+    ErrorKind.INVALID_PARAMS: "the arguments did not validate against the tool's schema",
+    ErrorKind.NOT_FOUND: "no such tool, or the tool's target does not exist",
+    ErrorKind.PERMISSION_DENIED: "the call is not allowed",
+    ErrorKind.UNAUTHORIZED: "the caller is not authenticated for this tool",
+    ErrorKind.TIMEOUT: "the call passed its deadline and was cancelled",
+    ErrorKind.CANCELLED: "the call was cancelled by the host",
+    ErrorKind.RATE_LIMITED: "too many calls",
+    ErrorKind.EXECUTION_ERROR: "the tool ran and failed",
+    ErrorKind.UNAVAILABLE: "the tool or a resource it needs is not available now",
+    ErrorKind.CUSTOM: "a tool-specific failure",
+}
+"""What a span's status says of a failure without ``capture_content``: the kind's fixed
+meaning. The error's own message is content: it may quote the arguments (an invalid
+value, an unknown argument's name, a path in an exception's text)."""
 _perf = time.perf_counter
 _now_ns = time.time_ns
 _KEY = "toolweave.observe.call"
@@ -103,7 +119,10 @@ class TelemetryHook(CallHook):
     Span attributes: ``gen_ai.operation.name`` (``execute_tool``), ``gen_ai.tool.name``
     (the client name), ``gen_ai.tool.call.id``, ``gen_ai.tool.type`` (``function`` or
     ``extension``), ``gen_ai.tool.description``, ``error.type`` (the error kind) on
-    failure; with ``capture_content`` also ``gen_ai.tool.call.arguments`` and
+    failure, with the span's status ``ERROR``: its description is the kind and the
+    kind's fixed meaning (``invalid_params: the arguments did not validate ...``), or,
+    with ``capture_content``, the error's message (which may quote the arguments);
+    with ``capture_content`` also ``gen_ai.tool.call.arguments`` and
     ``gen_ai.tool.call.result``. toolweave's own: ``toolweave.tool.id``,
     ``toolweave.tool.source``, ``toolweave.tool.version`` (the version that ran, after a
     center's pin or rollout), ``toolweave.session.id``, ``toolweave.call.depth``,
@@ -117,7 +136,7 @@ class TelemetryHook(CallHook):
     Args:
         tracer_provider: Where spans go (default: the global provider).
         meter_provider: Where the metric goes (default: the global provider).
-        capture_content: Record arguments and results (default: the
+        capture_content: Record arguments, results and error messages (default: the
             ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` environment switch).
             They may hold personal data: opt in knowingly.
         role: The session's role, recorded as ``toolweave.role``
@@ -255,12 +274,16 @@ class TelemetryHook(CallHook):
                 else "error",
             }
             data = error.data
-            if isinstance(data, dict):
+            if kind in _REFUSALS and isinstance(data, dict):
                 for field in ("scope", "limit", "retry_after"):
                     value = data.get(field)
                     if isinstance(value, (str, int, float)):
                         ended[f"toolweave.{field}"] = value
-            span.set_status(self._status(self._error_code, error.message))
+            if self.capture_content:
+                description = error.message
+            else:
+                description = f"{kind.value}: {_KIND_TEXT.get(kind, 'the call failed')}"
+            span.set_status(self._status(self._error_code, description))
             measured = {**measured, "error.type": kind.value}
         if self.capture_content:
             if call.arguments is not None:

@@ -218,8 +218,8 @@ class EntryRules:
         args = arguments_of(arguments)
         cwd: str | None = root
         for name in config.cwd_arguments:
-            given = args.get(name)
-            if isinstance(given, str) and given:
+            given = _path_text(args.get(name))
+            if given:
                 where = locate(given, root)
                 cwd = where.real if where is not None and _within(where.real, root) else None
         if self.shell:
@@ -316,10 +316,11 @@ class EntryRules:
         paths: list[Located | None] = []
         for name in self._path_names():
             value = args.get(name)
-            values = value if isinstance(value, list) else [value]
+            values = value if isinstance(value, (list, tuple, set, frozenset)) else [value]
             for item in values:
-                if isinstance(item, str):
-                    paths.append(locate(item, cwd) if cwd is not None else None)
+                text = _path_text(item)
+                if text is not None:
+                    paths.append(locate(text, cwd) if cwd is not None else None)
         blocked = ""
         if cwd is None:
             blocked = "its working directory leads outside the workspace"
@@ -359,6 +360,17 @@ class EntryRules:
                 spelled = escape(real)
             out.append(f"{name}({spelled})")
         return tuple(dict.fromkeys(out))
+
+
+def _path_text(value: Any) -> str | None:
+    """A path argument as text: a string, or a path object (``pathlib.Path``, any
+    ``os.PathLike`` of ``str``) as it is spelled; ``None`` for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, os.PathLike):
+        text = os.fspath(value)
+        return text if isinstance(text, str) else None
+    return None
 
 
 def _any(hits: Iterable[bool | None]) -> bool | None:

@@ -9,9 +9,14 @@ allows it (it is asked about, or denied), although its readable parts still meet
 ``deny`` and ``ask`` rules. Opaque are: text the parser cannot read; redirections
 (but ``2>&1``-style descriptor copies and writes to ``/dev/null``); here-documents;
 variable assignments (alone or before a command); ``eval``, ``exec``, ``source``,
-``.`` and shells started with ``-c``; loops, conditionals and function definitions;
-a command name that is not a plain word; a command that runs outside the workspace
-(see ``cd`` below); and more than ``limit`` simple commands.
+``.``, ``trap``, shells started on a string (``-c``) or on their input, and other
+commands that run a string (``flock -c``, ``su -c``, ``watch``, ``env -S``); a command
+substitution inside a parameter expansion (``${x:-$(...)}``, which bashlex leaves
+unread: every text in it that may be the substituted command is read for ``deny`` and
+``ask`` rules); loops, conditionals and function definitions; a command name that is
+not a plain word; a wrapper (``sudo``, ``env``, ``nice`` ...) whose options cannot be
+read for sure (then every later word may start the command it runs); a command that
+runs outside the workspace (see ``cd`` below); and more than ``limit`` simple commands.
 
 A word that the shell expands (``$VAR``, ``~``, ``$(...)``, globs, braces) is
 *dynamic*: only a pattern's trailing ``*`` covers it. ``cd`` moves the directory
@@ -23,7 +28,9 @@ no pattern allows a command (``npm test`` elsewhere runs another project's code)
 from __future__ import annotations
 
 import os
+import re
 import shlex
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, final
@@ -36,85 +43,269 @@ __all__ = ["Command", "CommandPattern", "ShellAnalysis", "analyse", "require_par
 INSTALL_HINT = "pip install 'toolweave[policy]'"
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "busybox"})
-_EVALUATORS = frozenset({"eval", "exec", "source", "."})
+_EVALUATORS = frozenset({"eval", "exec", "source", ".", "trap"})
+_STRING_RUNNERS = frozenset({"su", "runuser", "script"})
+"""Commands whose ``-c`` / ``--command`` value is a shell string they run."""
 _NESTED_DEPTH = 3
 """How deep strings run by ``eval`` / ``sh -c`` are parsed for deny rules."""
 _WRAPPED_DEPTH = 8
 """How many wrappers (``sudo nice env ...``) are looked through."""
+_EXPANSION_TRIES = 64
+"""How many candidate texts of commands hidden in parameter expansions (``${x:-$(...)}``)
+one analysis parses; past it those expansions stay opaque, unread."""
+_EXPANSION_TEXT = 1 << 16
+"""The longest such candidate text parsed."""
 
-_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "builtin": (frozenset(), 0),
-    "busybox": (frozenset(), 0),
-    "chroot": (frozenset({"--userspec", "--groups"}), 1),
-    "chrt": (frozenset(), 1),
-    "command": (frozenset(), 0),
-    "doas": (frozenset({"-u", "-C"}), 0),
-    "env": (frozenset({"-u", "--unset", "-C", "--chdir"}), 0),
-    "exec": (frozenset({"-a"}), 0),
-    "flock": (frozenset({"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}), 1),
-    "ionice": (frozenset({"-c", "--class", "-n", "--classdata", "-t"}), 0),
-    "ltrace": (frozenset({"-e", "-o", "-p", "-s", "-u", "-n", "-a"}), 0),
-    "nice": (frozenset({"-n", "--adjustment"}), 0),
-    "nohup": (frozenset(), 0),
-    "setsid": (frozenset(), 0),
-    "stdbuf": (frozenset({"-i", "-o", "-e"}), 0),
-    "strace": (frozenset({"-e", "-o", "-p", "-s", "-u", "-E", "-P", "-O", "-S", "-a", "-b"}), 0),
-    "sudo": (
-        frozenset(
-            {
-                "-u",
-                "--user",
-                "-g",
-                "--group",
-                "-h",
-                "--host",
-                "-p",
-                "--prompt",
-                "-C",
-                "--close-from",
-                "-D",
-                "--chdir",
-                "-r",
-                "--role",
-                "-t",
-                "--type",
-                "-U",
-                "--other-user",
-                "-T",
-                "--command-timeout",
-            }
-        ),
-        0,
+
+@final
+@dataclass(frozen=True, slots=True)
+class _Wrapper:
+    """How a command that runs another reads its options (``getopt`` with ``+``: options
+    end at the first word that is not one, or at ``--``).
+
+    Attributes:
+        flags: Short options without a value (``-E``; several in one word: ``-En``).
+        values: Short options that take a value, attached (``-uroot``) or the next
+            word (``-u root``, ``-Eu root``).
+        attached: Short options whose value can only be attached (``xargs -e[END]``).
+        unsure: Short options whose reading depends on what follows (``sudo -h``).
+        long_flags: Long options without a value.
+        long_values: Long options that take a value (``--user=root``, ``--user root``).
+        long_attached: Long options whose value can only be attached (``--eof[=END]``).
+        positional: Words between the options and the command (``timeout 5``).
+        assignments: ``NAME=VALUE`` words may come before the command.
+        numeric: ``-5`` / ``--5`` is an option (``nice``).
+    """
+
+    flags: str = ""
+    values: str = ""
+    attached: str = ""
+    unsure: str = ""
+    long_flags: frozenset[str] = frozenset()
+    long_values: frozenset[str] = frozenset()
+    long_attached: frozenset[str] = frozenset()
+    positional: int = 0
+    assignments: bool = False
+    numeric: bool = False
+
+    def long(self, name: str) -> str | None:
+        """The long option ``name`` stands for: itself, or the one option it is an
+        unambiguous prefix of (``getopt_long``); ``None`` when it is neither."""
+        names = self.long_flags | self.long_values | self.long_attached
+        if name in names:
+            return name
+        found = [n for n in names if n.startswith(name)] if name else []
+        return found[0] if len(found) == 1 else None
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_WRAPPERS: dict[str, _Wrapper] = {
+    "builtin": _Wrapper(),
+    "busybox": _Wrapper(long_flags=_names("help list list-full install")),
+    "chroot": _Wrapper(
+        long_flags=_names("skip-chdir help version"),
+        long_values=_names("userspec groups"),
+        positional=1,
     ),
-    "taskset": (frozenset(), 1),
-    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
-    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
-    "unbuffer": (frozenset(), 0),
-    "watch": (frozenset({"-n", "--interval"}), 0),
-    "xargs": (
-        frozenset(
-            {
-                "-a",
-                "--arg-file",
-                "-d",
-                "--delimiter",
-                "-E",
-                "-I",
-                "-L",
-                "-n",
-                "--max-args",
-                "-P",
-                "--max-procs",
-                "-s",
-                "--max-chars",
-            }
+    "chrt": _Wrapper(
+        flags="abdefimopRrvhV",
+        values="TPD",
+        long_flags=_names(
+            "all-tasks batch deadline fifo idle other rr reset-on-fork max pid verbose"
+            " ext help version"
         ),
-        0,
+        long_values=_names("sched-runtime sched-period sched-deadline"),
+        positional=1,  # the priority, when it is a number (newer chrt may omit it)
+    ),
+    "command": _Wrapper(flags="pvV"),
+    "doas": _Wrapper(flags="Lns", values="aCu"),
+    "env": _Wrapper(
+        flags="iv0",
+        values="uCSPaLU",  # GNU (-a: argv0) and BSD (-P altpath, -L/-U user)
+        long_flags=_names("ignore-environment null debug list-signal-handling help version"),
+        long_values=_names("unset chdir split-string argv0"),
+        long_attached=_names("block-signal default-signal ignore-signal"),
+        assignments=True,
+    ),
+    "exec": _Wrapper(flags="cl", values="a"),
+    "flock": _Wrapper(
+        flags="sexnoFuhV",
+        values="wE",
+        long_flags=_names(
+            "shared exclusive unlock nonblock nb close no-fork verbose fcntl help version"
+        ),
+        long_values=_names("timeout wait conflict-exit-code"),
+        positional=1,  # the lock file; then a command, or -c/--command and a string
+    ),
+    "ionice": _Wrapper(
+        flags="thV",
+        values="cnpPu",
+        long_flags=_names("ignore help version"),
+        long_values=_names("class classdata pid pgid uid"),
+    ),
+    "ltrace": _Wrapper(
+        flags="bcCfhiLrStTV",
+        values="aADeFlnopsuwx",
+        long_flags=_names("demangle help version"),
+        long_values=_names("align indent library output"),
+    ),
+    "nice": _Wrapper(
+        values="n",
+        long_flags=_names("help version"),
+        long_values=_names("adjustment"),
+        numeric=True,
+    ),
+    "nohup": _Wrapper(long_flags=_names("help version")),
+    "setsid": _Wrapper(flags="cfwhV", long_flags=_names("ctty fork wait help version")),
+    "stdbuf": _Wrapper(
+        values="ioe",
+        long_flags=_names("help version"),
+        long_values=_names("input output error"),
+    ),
+    "strace": _Wrapper(
+        flags="AcCdDfFhiknqrtTvVwxyzZ",
+        values="abeEIoOpPsSuUX",
+    ),
+    "sudo": _Wrapper(
+        flags="ABbEeHiKklNnPSsVv",
+        values="aCcDgpRrTtUu",
+        unsure="h",  # -h alone is help; -h HOST takes the next word when it is no option
+        long_flags=_names(
+            "askpass background bell edit set-home help login remove-timestamp"
+            " reset-timestamp list non-interactive preserve-groups stdin shell validate"
+            " version"
+        ),
+        long_values=_names(
+            "auth-type close-from chdir login-class group host prompt chroot role type"
+            " command-timeout other-user user"
+        ),
+        long_attached=_names("preserve-env"),
+        assignments=True,
+    ),
+    "taskset": _Wrapper(
+        flags="apchV",
+        long_flags=_names("all-tasks pid cpu-list help version"),
+        positional=1,
+    ),
+    "time": _Wrapper(
+        flags="apqvhV",
+        values="fo",
+        long_flags=_names("append portability quiet verbose help version"),
+        long_values=_names("format output"),
+    ),
+    "timeout": _Wrapper(
+        flags="fpv",
+        values="ks",
+        long_flags=_names("foreground preserve-status verbose help version"),
+        long_values=_names("kill-after signal"),
+        positional=1,
+    ),
+    "unbuffer": _Wrapper(flags="p"),
+    "watch": _Wrapper(
+        flags="bcCegprtwxhv",
+        values="nq",
+        attached="d",
+        long_flags=_names(
+            "beep color no-color errexit chgexit precise no-rerun no-title no-wrap exec"
+            " help version"
+        ),
+        long_values=_names("interval equexit"),
+        long_attached=_names("differences"),
+    ),
+    "xargs": _Wrapper(
+        flags="0oprtx",
+        values="adEILnPsJRS",  # GNU, and BSD's -J/-R/-S
+        attached="eil",
+        long_flags=_names(
+            "null open-tty interactive no-run-if-empty show-limits verbose exit help version"
+        ),
+        long_values=_names(
+            "arg-file delimiter max-lines max-args max-procs max-chars process-slot-var"
+        ),
+        long_attached=_names("eof replace"),
     ),
 }
-"""Commands that run the command named by their later words: ``{name: (options that
-take a value, words before that command)}``. What they run is a command of the line
-too: deny and ask rules meet it, and allow rules must cover it as well."""
+"""Commands that run the command named by their later words, and how they read their
+options. What they run is a command of the line too: deny and ask rules meet it, and
+allow rules must cover it as well. An option the table does not know makes the line
+opaque, and every later word may start the command."""
+_ASSIGNMENT = re.compile(r"[^=]+=")
+
+
+class _Unsure(Exception):
+    """The word at ``index`` of a wrapper cannot be read for sure."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+def _getopt(spec: _Wrapper, words: list[Word]) -> tuple[list[tuple[str, str]], int]:
+    """The options of the wrapper ``words`` (``(option, value)``; a long one as
+    ``--name`` in full) and the index of the first word after them.
+
+    Raises:
+        _Unsure: A word cannot be read for sure (it is expanded by the shell, or it is
+            an option the table does not know).
+    """
+    found: list[tuple[str, str]] = []
+    i = 1
+    n = len(words)
+    while i < n:
+        word = words[i]
+        text = word.text
+        if word.dynamic:
+            raise _Unsure(i)
+        if text == "--":
+            return found, i + 1
+        if spec.numeric and re.match(r"-[-+]?[0-9]", text):
+            found.append(("-n", text.lstrip("-")))
+            i += 1
+        elif text.startswith("--"):
+            name, eq, value = text[2:].partition("=")
+            full = spec.long(name)
+            if full is None:
+                if not eq:
+                    raise _Unsure(i)
+                i += 1  # --what=ever is one word, whatever it means
+                continue
+            if full in spec.long_values and not eq:
+                if i + 1 >= n:
+                    return found, n  # its value is missing: the tool runs nothing
+                value = words[i + 1].text
+                i += 1
+            found.append(("--" + full, value))
+            i += 1
+        elif text.startswith("-") and len(text) > 1:
+            letters = text[1:]
+            for k, letter in enumerate(letters):
+                rest = letters[k + 1 :]
+                if letter in spec.unsure:
+                    raise _Unsure(i)
+                if letter in spec.values:
+                    if not rest:
+                        if i + 1 >= n:
+                            return found, n
+                        i += 1
+                        rest = words[i].text
+                    found.append(("-" + letter, rest))
+                    break
+                if letter in spec.attached:
+                    found.append(("-" + letter, rest))
+                    break
+                if letter in spec.flags:
+                    found.append(("-" + letter, ""))
+                    continue
+                raise _Unsure(i)  # an option the table does not know
+            i += 1
+        else:
+            break
+    return found, i
+
+
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
@@ -206,20 +397,30 @@ class _Reader:
         self.out = out
         self.root = root
         self.cwd = cwd
+        self.source = ""
+        """The text bashlex parsed last: the positions of its nodes are in it."""
+        self.tries = _EXPANSION_TRIES
 
     def opaque(self, why: str) -> None:
         if not self.out.opaque:
             self.out.opaque = why
 
     def read(self, command: str, depth: int) -> None:
-        bashlex = require_parser()
         try:
-            trees = bashlex.parse(command)
+            trees = _parse(command)
         except Exception as exc:  # bashlex raises many kinds for what it cannot read
             self.opaque(f"the shell parser cannot read it ({type(exc).__name__})")
             return
-        for tree in trees:
-            self.node(tree, depth)
+        self.walk(command, trees, depth)
+
+    def walk(self, source: str, trees: list[Any], depth: int) -> None:
+        saved = self.source
+        self.source = source
+        try:
+            for tree in trees:
+                self.node(tree, depth)
+        finally:
+            self.source = saved
 
     def node(self, node: Any, depth: int) -> None:
         kind = getattr(node, "kind", None)
@@ -249,17 +450,55 @@ class _Reader:
     def word(self, node: Any, depth: int) -> Word:
         """The word ``node``; commands it substitutes are collected."""
         dynamic = False
-        for part in getattr(node, "parts", None) or ():
+        expansion = False
+        parts = getattr(node, "parts", None) or ()
+        for part in parts:
             dynamic = True
             inner = getattr(part, "command", None)
             if inner is not None:  # $(...), backticks, <(...), >(...)
                 saved = self.cwd
                 self.node(inner, depth)
                 self.cwd = saved
+            elif getattr(part, "kind", None) == "parameter":
+                expansion = True
+        if expansion:
+            self.expansion(node, parts, depth)
         text: str = node.word
         if glob_chars(text) or ("{" in text and ("," in text or ".." in text)):
             dynamic = True
         return Word(text, dynamic)
+
+    def expansion(self, node: Any, parts: Any, depth: int) -> None:
+        """A word with a parameter expansion: one in braces may hide commands
+        (``${x:-$(rm y)}``, ``${x/a/`rm y`}``, ``${a[$(rm y)]}``, ``${x:-<(rm y)}``),
+        which bashlex leaves unread in the expansion's text. Such a word makes the line
+        opaque, and every text in it that may be a command substitution is read for
+        the deny and ask rules."""
+        raw, offset = _source(node, self.source)
+        if "${" not in raw:
+            return
+        read = [
+            (p.pos[0] - offset, p.pos[1] - offset)
+            for p in parts
+            if getattr(p, "command", None) is not None and _has_pos(p) and offset >= 0
+        ]
+        starts = _substitution_starts(raw, read)
+        if not starts:
+            return
+        self.opaque("it runs a command inside a parameter expansion (${...})")
+        if depth >= _NESTED_DEPTH:
+            return
+        for body in _candidates(raw, starts):
+            if self.tries <= 0:
+                return
+            self.tries -= 1
+            try:
+                trees = _parse(body)
+            except Exception:  # not a command text: not how the shell reads it
+                continue
+            saved = self.cwd
+            self.walk(body, trees, depth + 1)
+            self.cwd = saved
 
     def redirect(self, node: Any) -> None:
         target = getattr(node, "output", None)
@@ -304,24 +543,41 @@ class _Reader:
         if base in _EVALUATORS:
             self.opaque(f"it runs text as commands ({base})")
             if depth < _NESTED_DEPTH and base == "eval":
-                self.nested(" ".join(w.text for w in words[1:]), depth)
-        elif base in _SHELLS and any(_is_c_flag(w.text) for w in words[1:]):
-            self.opaque(f"it starts a shell on a string ({base} -c)")
-            if depth < _NESTED_DEPTH:
-                for index, w in enumerate(words[1:-1], 1):
-                    if _is_c_flag(w.text):
-                        self.nested(words[index + 1].text, depth)
-                        break
+                rest = words[2:] if len(words) > 1 and words[1].text == "--" else words[1:]
+                self.nested(" ".join(w.text for w in rest), depth)
+            elif depth < _NESTED_DEPTH and base == "trap":
+                for action in _trap_actions(words):
+                    self.nested(action, depth)
+        elif base in _SHELLS:
+            self.shell(base, words, depth)
+        elif base in _STRING_RUNNERS:
+            strings = _command_values(words)
+            if strings:
+                self.opaque(f"it runs a string as commands ({base} -c)")
+                if depth < _NESTED_DEPTH:
+                    for text in strings:
+                        self.nested(text, depth)
         elif base in ("cd", "pushd", "popd"):
             self.change_directory(words)
         if base in _WRAPPERS or (base == "find" and any(w.text in _FIND_EXEC for w in words)):
             if wrapped >= _WRAPPED_DEPTH:
                 self.opaque(f"it wraps commands more than {_WRAPPED_DEPTH} deep")
                 return
-            for inner in self.wrapped(base, words):
+            for inner in self.wrapped(base, words, depth):
                 self.simple(inner, depth, wrapped + 1)
 
-    def wrapped(self, base: str, words: list[Word]) -> list[list[Word]]:
+    def shell(self, base: str, words: list[Word], depth: int) -> None:
+        """A shell: on a string (``-c``), read for deny rules; on its input, unread."""
+        runs, strings = _shell_strings(words)
+        if runs:
+            self.opaque(f"it starts a shell on a string ({base} -c)")
+            if depth < _NESTED_DEPTH:
+                for text in strings:
+                    self.nested(text, depth)
+        elif strings == [] and base != "busybox":
+            self.opaque(f"it starts a shell that reads commands from its input ({base})")
+
+    def wrapped(self, base: str, words: list[Word], depth: int) -> list[list[Word]]:
         """The commands a wrapper runs (``sudo rm x`` runs ``rm x``); ``xargs`` and
         ``find -exec`` add unknown words to theirs."""
         if base == "find":
@@ -336,34 +592,66 @@ class _Reader:
                 else:
                     inner.append(_UNKNOWN if "{}" in w.text else w)
             return [*found, inner] if inner else found
-        with_value, positional = _WRAPPERS[base]
-        i = 1
-        while i < len(words):
-            w = words[i]
-            if w.dynamic:  # an option or a command: each later word may start it
-                self.opaque(f"what {base} runs cannot be told")
-                return [words[j:] for j in range(i + 1, len(words))]
-            if w.text == "--":
-                i += 1
-                break
-            if base == "env" and "=" in w.text and not w.text.startswith("-"):
-                i += 1  # NAME=VALUE
-            elif w.text.startswith("-") and w.text != "-":
-                if base == "env" and w.text.split("=", 1)[0] in ("-S", "--split-string"):
-                    self.opaque("it runs a command env splits from a string")
-                    return []
-                i += 2 if w.text in with_value else 1
-            else:
-                break
-        inner = words[i + positional :]
-        if base == "watch":  # runs its words joined, as a shell string
+        spec = _WRAPPERS[base]
+        try:
+            options, i = _getopt(spec, words)
+            i = self.operands(base, spec, words, i)
+        except _Unsure as unsure:  # an option or a command: each later word may start it
+            self.opaque(f"what {base} runs cannot be told")
+            return [words[j:] for j in range(unsure.index + 1, len(words))]
+        names = {name for name, _ in options}
+        split = [value for name, value in options if name in ("-S", "--split-string")]
+        if base == "env" and split:
+            # env -S 'rm -rf x': the string is split into the command's first words
+            self.opaque("it runs a command env splits from a string")
+            if depth < _NESTED_DEPTH:
+                rest = " ".join(shlex.quote(w.text) for w in words[i:])
+                self.nested(f"{split[-1]} {rest}", depth)
+            return []
+        if base == "flock" and i < len(words) and words[i].text in ("-c", "--command"):
+            self.opaque("it runs a string as commands (flock -c)")
+            if depth < _NESTED_DEPTH and i + 1 < len(words):
+                self.nested(words[i + 1].text, depth)
+            return []
+        inner = words[i:]
+        if inner and inner[0].text.startswith("-") and inner[0].text != "-":
+            # no command is named so (env -i A=1 -u X rm runs "-u"): an option the
+            # tool may read after all, so each later word may start the command
+            self.opaque(f"what {base} runs cannot be told")
+            return [words[j:] for j in range(i + 1, len(words))]
+        if base == "watch" and not names & {"-x", "--exec"}:
+            # it runs its words joined, as a shell string
             self.opaque("it runs a string as commands (watch)")
-            if inner:
-                self.nested(" ".join(w.text for w in inner), 0)
+            if inner and depth < _NESTED_DEPTH:
+                self.nested(" ".join(w.text for w in inner), depth)
             return []
         if base == "xargs":
             return [[*(inner or [Word("echo", dynamic=False)]), _UNKNOWN]]
         return [inner] if inner else []
+
+    def operands(self, base: str, spec: _Wrapper, words: list[Word], i: int) -> int:
+        """The index of the command after the options that end at ``i``: past env's
+        ``-``, ``NAME=VALUE`` words and the wrapper's positional words.
+
+        Raises:
+            _Unsure: A word there is expanded by the shell.
+        """
+        n = len(words)
+        if base == "env" and i < n and words[i].text == "-":
+            i += 1  # env - = env -i
+        while spec.assignments and i < n and _ASSIGNMENT.match(words[i].text):
+            if words[i].dynamic:
+                raise _Unsure(i)  # FOO=$X splits into more words
+            i += 1
+        for _ in range(spec.positional):
+            if i >= n:
+                break
+            if words[i].dynamic:
+                raise _Unsure(i)
+            if base == "chrt" and not words[i].text.isdigit():
+                break  # no priority given: the command follows at once
+            i += 1
+        return i
 
     def nested(self, text: str, depth: int) -> None:
         """Read a string the command runs, for deny rules (it stays opaque)."""
@@ -383,8 +671,158 @@ class _Reader:
             self.cwd = where.real
 
 
-def _is_c_flag(text: str) -> bool:
-    return text.startswith("-") and not text.startswith("--") and "c" in text[1:]
+def _parse(command: str) -> list[Any]:
+    trees: list[Any] = require_parser().parse(command)
+    return trees
+
+
+def _has_pos(node: Any) -> bool:
+    pos = getattr(node, "pos", None)
+    return isinstance(pos, tuple) and len(pos) == 2 and all(isinstance(p, int) for p in pos)
+
+
+def _source(node: Any, source: str) -> tuple[str, int]:
+    """The text of the word ``node`` as written (quotes kept), and where it starts in
+    ``source``; its text after quote removal, and -1, when its position does not fit."""
+    if _has_pos(node):
+        start, end = node.pos
+        if 0 <= start < end <= len(source):
+            return source[start:end], start
+    return str(node.word), -1
+
+
+def _substitution_starts(raw: str, read: list[tuple[int, int]]) -> list[tuple[int, str]]:
+    """Where a command substitution may start in ``raw`` (``$(``, a backtick, ``<(``,
+    ``>(``; those bashlex has read, in ``read``, left out): ``(index of its text, the
+    character that may close it)``. Escapes and quotes are not trusted: a candidate
+    too many is read for deny rules, never one too few."""
+    merged: list[tuple[int, int]] = []
+    for begin, end in sorted(read):
+        if merged and begin <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((begin, end))
+    firsts = [begin for begin, _ in merged]
+    starts: list[tuple[int, str]] = []
+    for index, char in enumerate(raw):
+        if char != "`" and not (char == "(" and index and raw[index - 1] in "$<>"):
+            continue
+        k = bisect_right(firsts, index) - 1
+        if k >= 0 and index < merged[k][1]:
+            continue  # inside a substitution bashlex has read
+        starts.append((index + 1, "`" if char == "`" else ")"))
+    return starts
+
+
+def _candidates(raw: str, starts: list[tuple[int, str]]) -> list[str]:
+    """Every text from a start to a closing character after it that may be the
+    substitution's command (the shell's own reading is one of them); backtick texts
+    also with their ``\\` \\\\ \\$`` escapes undone."""
+    out: list[str] = []
+    total = 0
+    for begin, closer in starts:
+        end = raw.find(closer, begin)
+        while end != -1 and end - begin <= _EXPANSION_TEXT:
+            body = raw[begin:end]
+            if body.strip():
+                out.append(body)
+                total += len(body)
+                if closer == "`":
+                    plain = re.sub(r"\\([`\\$])", r"\1", body)
+                    if plain != body:
+                        out.append(plain)
+            if len(out) > _EXPANSION_TRIES or total > 4 * _EXPANSION_TEXT:
+                return list(dict.fromkeys(out))
+            end = raw.find(closer, end + 1)
+    return list(dict.fromkeys(out))
+
+
+def _shell_strings(words: list[Word]) -> tuple[bool, list[str]]:
+    """Whether a shell runs a string (``-c``), and the words that may be it: the first
+    word after the options (``bash -c -e 'cmd'``, ``bash -c -- 'cmd'``), and the word
+    right after ``-c`` (``fish``, ``csh``). Without ``-c``: the script it runs, or
+    ``[]`` when it reads commands from its input."""
+    runs = False
+    strings: list[str] = []
+    i = 1
+    n = len(words)
+    reads = False
+    while i < n:
+        word = words[i]
+        text = word.text
+        if word.dynamic:  # it may be -c, or the string: read every later word
+            return True, [*strings, *(w.text for w in words[i:])]
+        if text in ("-", "--"):
+            i += 1
+            break
+        if text.startswith("--"):
+            name, eq, value = text[2:].partition("=")
+            if name == "command":  # fish --command=... / --command ...
+                runs = True
+                if eq:
+                    strings.append(value)
+                elif i + 1 < n:
+                    strings.append(words[i + 1].text)
+                    i += 1
+            elif name in ("rcfile", "init-file") and not eq:
+                i += 1
+            i += 1
+            continue
+        if text[:1] in "-+" and len(text) > 1:
+            letters = text[1:]
+            takes = sum(letter in "oO" for letter in letters)  # -o NAME, -O NAME
+            if text[0] == "-" and "c" in letters:
+                runs = True
+                if letters.endswith("c") and not takes and i + 1 < n:
+                    strings.append(words[i + 1].text)
+            if text[0] == "-" and ("s" in letters or "i" in letters):
+                reads = True
+            i += 1 + takes
+            continue
+        break
+    if runs:
+        if i < n:
+            strings.append(words[i].text)
+        return True, [s for s in dict.fromkeys(strings) if s not in ("-", "--")]
+    if reads or i >= n:
+        return False, []
+    return False, [words[i].text]
+
+
+def _command_values(words: list[Word]) -> list[str]:
+    """The values of ``-c`` (also in ``-lc``), ``--command`` and ``--session-command``
+    among ``words``: the strings ``su`` and the like run."""
+    out: list[str] = []
+    for index, word in enumerate(words[1:], 1):
+        text = word.text
+        following = words[index + 1].text if index + 1 < len(words) else None
+        if text.startswith("--"):
+            name, eq, value = text[2:].partition("=")
+            if name in ("command", "session-command"):
+                if eq:
+                    out.append(value)
+                elif following is not None:
+                    out.append(following)
+        elif text.startswith("-") and "c" in text[1:]:
+            value = text[text.index("c", 1) + 1 :]
+            if value:
+                out.append(value)
+            elif following is not None:
+                out.append(following)
+    return out
+
+
+def _trap_actions(words: list[Word]) -> list[str]:
+    """The commands ``trap`` sets: its first word after the options (every later
+    word, when a word before it is expanded by the shell)."""
+    for index, word in enumerate(words[1:], 1):
+        if word.dynamic:
+            return [w.text for w in words[index:]]
+        if word.text == "--":
+            return [words[index + 1].text] if index + 1 < len(words) else []
+        if not (word.text.startswith("-") and len(word.text) > 1):
+            return [word.text]
+    return []
 
 
 def _within(path: str, root: str) -> bool:
