@@ -203,3 +203,110 @@ def test_a_session_never_closed_leaves_no_server_behind(workspace: Path) -> None
     while process_alive(pid):
         assert time.monotonic() < deadline, "the server outlived its session"
         time.sleep(0.05)
+
+
+FAKE_SERVER = Path(__file__).with_name("fake_server.py")
+
+
+def fake(mode: str) -> dict[str, object]:
+    """A configuration whose ``document_symbols`` asks the scripted server in ``mode``."""
+    params = {"servers": {"python": [sys.executable, str(FAKE_SERVER), mode]}}
+    return {"tools": [{"id": "document_symbols", "params": params}]}
+
+
+async def test_a_fifo_is_refused_without_waiting(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """A FIFO named like a Python file is refused as not a regular file at once, by
+    ``diagnostics`` and ``document_symbols`` alike: nothing waits for a writer, neither
+    the call nor the event loop (which keeps running meanwhile)."""
+    import contextlib
+    import threading
+
+    import anyio
+
+    fifo = workspace / "pkg" / "pipe.py"
+    os.mkfifo(fifo)
+
+    def release() -> None:  # frees a reader stuck on the FIFO: a regression fails, not hangs
+        with contextlib.suppress(OSError):  # no reader: nothing is stuck
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    releaser = threading.Timer(25, release)
+    releaser.daemon = True
+    releaser.start()
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.01)
+            ticks += 1
+
+    session = make_session()
+    try:
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                group.start_soon(tick)
+                results = [
+                    await session.call(tool, {"path": "pkg/pipe.py"})
+                    for tool in ("diagnostics", "document_symbols")
+                ]
+                await anyio.sleep(0.05)
+                group.cancel_scope.cancel()
+    finally:
+        releaser.cancel()
+    for result in results:
+        assert result.error is not None
+        assert result.error.kind is ErrorKind.INVALID_PARAMS, result.text
+        assert "`pkg/pipe.py` is not a regular file" in result.text
+    assert ticks > 0
+    servers = session.resources.get(LanguageServers)
+    assert servers is not None
+    assert servers.clients == []  # refused before any server was asked
+
+
+async def test_a_file_over_the_limit_is_refused(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """A source file larger than the pack sends a server is refused, not read."""
+    from toolweave_lsp._files import MAX_FILE_BYTES
+
+    with (workspace / "pkg" / "huge.py").open("wb") as file:
+        file.truncate(MAX_FILE_BYTES + 1)  # sparse: nothing is written
+    session = make_session()
+    result = await session.call("diagnostics", {"path": "pkg/huge.py"})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.INVALID_PARAMS, result.text
+    assert "is over the limit" in result.text
+
+
+async def test_a_message_nested_too_deeply_is_a_typed_error(
+    make_session: SessionFactory,
+) -> None:
+    """An answer nested deeper than the JSON parser goes is an execution error naming
+    the server, not a RecursionError; the server keeps working for the next call."""
+    session = make_session(fake("deep"))
+    deep = await session.call("document_symbols", {"path": "pkg/main.py"})
+    assert deep.error is not None
+    assert deep.error.kind is ErrorKind.EXECUTION_ERROR, deep.text
+    assert "sent a message nested too deeply" in deep.text
+    assert str(FAKE_SERVER) in deep.text
+    assert "RecursionError" not in deep.text
+    again = await session.call("document_symbols", {"path": "pkg/main.py"})
+    assert again.error is None, again.text
+    assert again.text == "class ok (line 1)"
+    (pid,) = server_pids(session)  # the same server answered: it was not restarted
+    assert process_alive(pid)
+
+
+async def test_a_deep_outline_is_cut_at_the_depth_limit(make_session: SessionFactory) -> None:
+    """An outline nested 40 levels deep lists the first 32 levels and counts the rest."""
+    session = make_session(fake("tall"))
+    result = await session.call("document_symbols", {"path": "pkg/main.py"})
+    assert result.error is None, result.text
+    lines = result.text.splitlines()
+    assert lines[0] == "class level-1 (line 1)"
+    assert lines[31] == "  " * 31 + "class level-32 (line 1)"
+    assert lines[32] == "[8 symbols nested deeper than 32 levels not shown]"
+    assert len(lines) == 33

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from toolweave import ErrorKind, Session
 from toolweave.runtime import Notification
-from toolweave_monitor import MonitorState
+from toolweave_monitor import Monitors, MonitorState
 
 pytestmark = pytest.mark.anyio
 
@@ -226,3 +226,85 @@ async def test_listing_and_stopping(make_session: SessionFactory) -> None:
     none = await session.call("monitor", {})
     assert none.error is not None
     assert "exactly one" in none.text
+
+
+async def test_a_link_out_of_the_watched_folder_is_not_reported(
+    wait_for: Waiter, make_session: SessionFactory, workspace: Path, tmp_path: Path
+) -> None:
+    """Files created where a link in the watched folder leads (a folder outside the
+    workspace, or one of the workspace outside the watched folder) are never reported;
+    changes in the folder itself still are, the link itself included."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    docs = workspace / "docs"
+    docs.mkdir()
+    (workspace / "src" / "linked").symlink_to(outside)
+    (workspace / "src" / "docs_link").symlink_to(docs)
+    session = make_session()
+    heard = listen(session)
+    await start(session, path="src")
+
+    def texts() -> str:
+        return "\n".join(n.data["text"] for n in named(heard, "monitor_event"))
+
+    await anyio.sleep(0.2)
+    (workspace / "src" / "first.txt").write_text("the watcher is set up\n")
+    await wait_for(lambda: "src/first.txt" in texts())
+    (outside / "id_rsa_new").write_text("secret\n")
+    (docs / "page.md").write_text("page\n")
+    (workspace / "src" / "second.txt").write_text("after them\n")
+    await wait_for(lambda: "src/second.txt" in texts())  # what came before is processed
+    assert "id_rsa_new" not in texts()
+    assert "page.md" not in texts()
+    (workspace / "src" / "new_link").symlink_to(outside)
+    await wait_for(lambda: "added src/new_link" in texts())
+    listing = await session.call("monitors", {"monitor_id": "monitor-1"})
+    assert "id_rsa_new" not in listing.text
+
+
+def test_stays_inside_resolves_the_parent_not_the_name(tmp_path: Path) -> None:
+    """A changed path is in the folder when its parent's real place is: a link in the
+    folder is in it wherever it leads; what is under a link leading out is not."""
+    from toolweave_monitor._watchers import stays_inside
+
+    folder = tmp_path / "src"
+    (folder / "sub").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (folder / "out").symlink_to(outside)
+    (folder / "loop").symlink_to(folder / "sub")
+    inside = stays_inside(str(folder))
+    assert inside(str(folder / "a.py"))
+    assert inside(str(folder / "sub" / "a.py"))
+    assert inside(str(folder / "out"))  # the link itself
+    assert inside(str(folder / "loop" / "a.py"))  # leads back in
+    assert not inside(str(folder / "out" / "id_rsa"))
+    assert not inside(str(folder / "out" / "deeper" / "x"))
+    assert not inside(str(tmp_path / "src-other" / "x"))
+
+
+async def test_the_limit_holds_for_monitors_started_at_once(
+    make_session: SessionFactory, http_server: object
+) -> None:
+    """Several `monitor` calls of one turn run at once (the tool is read-only); while
+    each waits for its URL's first answer, the others see its place taken, so no more
+    than ``max_monitors`` start. A call that fails gives its place back."""
+    server = http_server
+    server.delay_s = 0.3  # type: ignore[attr-defined]
+    session = make_session({"allow_loopback": True, "max_monitors": 2})
+    calls = [("monitor", {"url": f"{server.url}?n={n}"}) for n in range(6)]  # type: ignore[attr-defined]
+    results = await session.call_many(calls)
+    started = [r for r in results if r.error is None]
+    refused = [r for r in results if r.error is not None]
+    assert len(started) == 2, [r.text for r in results]
+    assert all(r.error.kind is ErrorKind.RATE_LIMITED for r in refused if r.error)
+    assert len(refused) == 4
+    monitors = session.resources.get(Monitors)
+    assert monitors is not None
+    assert len(monitors.threads()) == 2
+    assert len(session.state.get(MonitorState).monitors) == 2
+    await session.call("stop_monitor", {"monitor_id": started[0].output["monitor_id"]})
+    bad = await session.call("monitor", {"url": "ftp://example.invalid/"})
+    assert bad.error is not None
+    assert bad.error.kind is ErrorKind.INVALID_PARAMS, bad.text
+    assert (await session.call("monitor", {"path": "src"})).error is None  # the place was free

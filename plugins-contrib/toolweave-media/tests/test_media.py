@@ -4,6 +4,7 @@ cancellation."""
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from pathlib import Path
@@ -13,7 +14,7 @@ import anyio
 import openai
 import pytest
 from toolweave import ErrorKind, Progress, Resources
-from toolweave_media import OpenAIMediaClient
+from toolweave_media import Media, OpenAIMediaClient
 
 from .conftest import MP4, PNG, Service, SessionFactory
 
@@ -333,3 +334,220 @@ async def test_saving_a_file_does_not_hold_up_the_event_loop(
     (result,) = results
     assert result.error is None, result.text
     assert (workspace / "media" / "slow-disk.png").read_bytes() == PNG
+
+
+class Answers:
+    """A host's media client answering ``generate_image`` with what a test gives it
+    (well-formed or not)."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    async def generate_image(self, request: Any) -> Any:
+        return self.answer
+
+    async def start_video(self, request: Any) -> Any:
+        raise AssertionError("no video here")
+
+    async def video_status(self, job_id: str) -> Any:
+        raise AssertionError("no video here")
+
+    async def download_video(self, job_id: str) -> Any:
+        raise AssertionError("no video here")
+
+    async def cancel_video(self, job_id: str) -> None:
+        pass
+
+
+async def call_with(
+    answer: object, workspace: Path, arguments: dict[str, Any], **params: Any
+) -> Any:
+    """One ``image_gen`` call of a session over ``workspace`` whose client answers
+    ``answer``."""
+    import toolweave_media
+    from toolweave import PackManager
+    from toolweave_media import MediaClient
+
+    packs = PackManager(strict=True)
+    packs.add("media", toolweave_media.pack)
+    host = Resources()
+    host.insert(Answers(answer), MediaClient)  # type: ignore[type-abstract]
+    session = packs.builder().build(tools(**params)).session(workspace=workspace, resources=host)
+    try:
+        return await session.call("image_gen", arguments)
+    finally:
+        await session.aclose()
+
+
+def files_in(root: Path) -> list[str]:
+    """Every file under ``root`` (hidden ones included), relative to it."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir())
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ([Media("not bytes", "png")], "sent the file as str, not bytes"),  # type: ignore[arg-type]
+        ([Media(PNG, "png"), Media(None, "png")], "sent file 2 of 2 as NoneType"),  # type: ignore[arg-type]
+        (None, "returned NoneType, not a list of Media"),
+        ([PNG], "returned bytes as the file, not Media"),
+        ([Media(PNG, "png/../../inside")], "is not a file extension"),
+        ([Media(PNG, "")], "is not a file extension"),
+        ([], "returned no file"),
+    ],
+    ids=["str-data", "none-data", "none", "no-media", "path-extension", "no-extension", "empty"],
+)
+async def test_a_malformed_answer_of_the_client_saves_nothing(
+    workspace: Path, answer: object, message: str
+) -> None:
+    """What the client sent is checked before any file is made: data that is not bytes,
+    an answer that is not a list of Media, an extension that is not one, are an
+    execution error, and no file (not even an empty one) is left."""
+    result = await call_with(answer, workspace, {"prompt": "odd answer", "count": 2})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.EXECUTION_ERROR, result.text
+    assert message in result.text
+    assert files_in(workspace) == []
+
+
+async def test_an_image_over_the_limit_saves_none_of_the_call(workspace: Path) -> None:
+    """With two images, the second over ``max_bytes``, neither is saved and the error
+    says so (sizes are checked before anything is written)."""
+    answer = [Media(PNG, "png"), Media(PNG + b"\0" * 5000, "png")]
+    result = await call_with(answer, workspace, {"prompt": "two cats", "count": 2}, max_bytes=1000)
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.EXECUTION_ERROR, result.text
+    assert "file 2 of 2, over the limit of 1,000; nothing was saved" in result.text
+    assert files_in(workspace) == []
+
+
+def failing_writes(fail_from: int) -> Any:
+    """An ``os.fdopen`` whose writers, from the ``fail_from``-th on, write half their
+    data and then fail as a full disk does (ENOSPC)."""
+    real_fdopen = os.fdopen
+    opened = 0
+
+    class HalfWriter:
+        def __init__(self, file: Any) -> None:
+            self.file = file
+
+        def __enter__(self) -> HalfWriter:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def write(self, data: bytes) -> int:
+            self.file.write(data[: len(data) // 2])
+            self.file.flush()
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def fdopen(fd: int, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        nonlocal opened
+        file = real_fdopen(fd, mode, *args, **kwargs)
+        if "w" not in mode:
+            return file
+        opened += 1
+        return HalfWriter(file) if opened >= fail_from else file
+
+    return fdopen
+
+
+async def test_a_failed_write_leaves_no_file_under_its_name(workspace: Path) -> None:
+    """A write that fails halfway (the disk is full) leaves nothing: no truncated file
+    under the final name, no temporary file; the next call takes the same name."""
+    big = PNG + b"\1" * 200_000
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fdopen", failing_writes(1))
+        failed = await call_with(
+            [Media(big, "png")], workspace, {"prompt": "p", "path": "art/pic.png"}
+        )
+    assert failed.error is not None
+    assert failed.error.kind is ErrorKind.EXECUTION_ERROR, failed.text
+    assert "`art/pic.png` could not be written: No space left on device" in failed.text
+    assert files_in(workspace) == []
+    again = await call_with([Media(big, "png")], workspace, {"prompt": "p", "path": "art/pic.png"})
+    assert again.error is None, again.text
+    assert files_in(workspace) == ["art/pic.png"]
+    assert (workspace / "art" / "pic.png").read_bytes() == big
+
+
+async def test_a_write_failing_partway_removes_the_files_of_the_call(workspace: Path) -> None:
+    """Two images, the second's write failing: the first, already written, is removed
+    again, and the error says that none was saved."""
+    (workspace / "media").mkdir()
+    (workspace / "media" / "two.png").write_bytes(b"kept")  # someone else's: untouched
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fdopen", failing_writes(2))
+        failed = await call_with(
+            [Media(PNG, "png"), Media(PNG, "png")], workspace, {"prompt": "two", "count": 2}
+        )
+    assert failed.error is not None
+    assert failed.error.kind is ErrorKind.EXECUTION_ERROR, failed.text
+    assert "No space left on device; none of the 2 files was saved" in failed.text
+    assert files_in(workspace) == ["media/two.png"]
+    assert (workspace / "media" / "two.png").read_bytes() == b"kept"
+
+
+async def test_without_hard_links_files_are_still_saved_without_replacing(
+    workspace: Path,
+) -> None:
+    """On a file system without hard links (``link`` refused), a file is moved into
+    place over an empty file holding its name: an existing file is still never
+    replaced, and no temporary file is left."""
+    (workspace / "media").mkdir()
+    (workspace / "media" / "pic.png").write_bytes(b"old")
+
+    def no_link(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "link", no_link)
+        made = await call_with([Media(PNG, "png")], workspace, {"prompt": "pic"})
+    assert made.error is None, made.text
+    assert "Saved `media/pic-2.png`" in made.text
+    assert files_in(workspace) == ["media/pic-2.png", "media/pic.png"]
+    assert (workspace / "media" / "pic.png").read_bytes() == b"old"
+    assert (workspace / "media" / "pic-2.png").read_bytes() == PNG
+
+
+async def test_a_link_at_the_name_is_not_written_through(workspace: Path) -> None:
+    """A symbolic link already at the file's name (here one leading to a file that does
+    not exist yet) is neither replaced nor written through: the file takes the next
+    name."""
+    (workspace / "media").mkdir()
+    (workspace / "media" / "pic.png").symlink_to("target.png")
+    made = await call_with([Media(PNG, "png")], workspace, {"prompt": "pic"})
+    assert made.error is None, made.text
+    assert "Saved `media/pic-2.png`" in made.text
+    assert not (workspace / "media" / "target.png").exists()
+    assert (workspace / "media" / "pic.png").is_symlink()
+
+
+async def test_a_full_disk_leaves_no_truncated_file(tmp_path: Path) -> None:
+    """On a real 64 KiB file system, an image of 200 KB fails with ENOSPC and leaves
+    nothing behind (needs a tmpfs mount: root with CAP_SYS_ADMIN)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (CAP_SYS_ADMIN); not root here")
+    try:
+        done = await anyio.run_process(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=False
+        )
+    except OSError as exc:
+        pytest.skip(f"cannot mount a small tmpfs: no `mount` command ({exc})")
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip()
+        pytest.skip(f"cannot mount a small tmpfs (needs CAP_SYS_ADMIN): {why}")
+    try:
+        workspace = mount / "ws"
+        workspace.mkdir()
+        big = PNG + b"\1" * 200_000
+        failed = await call_with([Media(big, "png")], workspace, {"prompt": "p", "path": "pic.png"})
+        assert failed.error is not None
+        assert failed.error.kind is ErrorKind.EXECUTION_ERROR, failed.text
+        assert "No space left on device" in failed.text
+        assert files_in(workspace) == []
+    finally:
+        await anyio.run_process(["umount", str(mount)], check=False)

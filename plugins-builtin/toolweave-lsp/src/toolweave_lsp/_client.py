@@ -162,7 +162,8 @@ class LspClient:
         try:
             with anyio.fail_after(seconds):
                 answer = await self._request_unlocked("initialize", params)
-                self.capabilities = dict((answer or {}).get("capabilities") or {})
+                found = answer.get("capabilities") if isinstance(answer, dict) else None
+                self.capabilities = dict(found) if isinstance(found, dict) else {}
                 await self._send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         except (TimeoutError, LspStopped, ToolError) as exc:
             why = "did not answer in time" if isinstance(exc, TimeoutError) else str(exc)
@@ -293,6 +294,8 @@ class LspClient:
                 error = answer.get("error")
                 if error is not None:
                     detail = error.get("message") if isinstance(error, dict) else error
+                    if not isinstance(detail, (str, int, float)):
+                        detail = "(no message)"  # a structure is not walked into text
                     raise ToolError(
                         ErrorKind.EXECUTION_ERROR,
                         f"the language server failed `{method}`: {detail}",
@@ -303,8 +306,8 @@ class LspClient:
     def _handle(self, message: dict[str, Any]) -> None:
         """Take in a notification (the server's requests are answered as they come)."""
         method = message.get("method")
-        if method == "textDocument/publishDiagnostics":
-            params = message.get("params") or {}
+        params = message.get("params")
+        if method == "textDocument/publishDiagnostics" and isinstance(params, dict):
             uri = params.get("uri")
             if isinstance(uri, str):
                 found = params.get("diagnostics")
@@ -324,7 +327,13 @@ class LspClient:
             raise self._stopped(f"writing to it failed ({exc!r})") from None
 
     async def _read(self) -> dict[str, Any]:
-        """The server's next message."""
+        """The server's next message.
+
+        Raises:
+            LspStopped: The server is gone, or its output is not the protocol.
+            ToolError: ``execution_error`` for a message nested too deeply to parse
+                (skipped; the stream stays in step).
+        """
         process = self._process
         if process is None or process.stdout is None or self._dead:
             raise LspStopped(self._dead or "the language server is not running")
@@ -338,6 +347,15 @@ class LspClient:
                     body, self._buffer = rest[:length], rest[length:]
                     try:
                         message = json.loads(body)
+                    except RecursionError:
+                        # The message was taken off the stream whole, so the next one
+                        # is read as usual: this call fails, the server goes on.
+                        raise ToolError(
+                            ErrorKind.EXECUTION_ERROR,
+                            f"the language server `{' '.join(self.command)}` sent a "
+                            "message nested too deeply to read (over the JSON parser's "
+                            "nesting limit); it was skipped",
+                        ) from None
                     except ValueError:
                         raise self._stopped("it sent a message that is not JSON") from None
                     if not isinstance(message, dict):

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, ToolError
 from toolweave.resources import Environment, Workspace, safe_environ
 
 from toolweave_lsp._client import LspClient, LspStopped, file_uri
+from toolweave_lsp._files import FileRefused, read_source
 
 __all__ = ["LanguageServers", "LspParams", "OpenFile", "servers_of"]
 
@@ -129,10 +131,14 @@ class LanguageServers:
     async def open(self, ctx: Context, params: LspParams, asked: str) -> OpenFile:
         """The workspace file ``asked``, read and synchronised with its server.
 
+        The file is read in a worker thread, opened without waiting: only a regular
+        file of at most 8 MiB is read (a FIFO, socket or device is refused, never
+        waited on).
+
         Raises:
             ToolError: ``not_found``, ``permission_denied`` (outside the workspace),
-                ``invalid_params`` (no server for its language, not text),
-                ``unavailable`` (the server cannot start).
+                ``invalid_params`` (no server for its language, not a regular file, too
+                large, not text), ``unavailable`` (the server cannot start).
         """
         workspace = ctx.resources.require(Workspace)
         path = workspace.resolve(asked, must_exist=True)
@@ -146,13 +152,21 @@ class LanguageServers:
                 ErrorKind.INVALID_PARAMS,
                 f"no language server is configured for `{shown}` (extensions with one: {known})",
             )
+        # In a worker thread, opened without waiting: a FIFO named `app.py` is refused
+        # at once instead of stopping the event loop until something writes to it.
         try:
-            text = path.read_text(encoding="utf-8")
+            text = await anyio.to_thread.run_sync(
+                read_source, workspace, path, abandon_on_cancel=True
+            )
+        except FileRefused as exc:
+            raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` {exc}") from None
         except UnicodeDecodeError:
             raise ToolError(ErrorKind.INVALID_PARAMS, f"`{shown}` is not UTF-8 text") from None
+        except FileNotFoundError:
+            raise ToolError(ErrorKind.NOT_FOUND, f"`{shown}` does not exist") from None
         except OSError as exc:
             raise ToolError(
-                ErrorKind.EXECUTION_ERROR, f"`{shown}` cannot be read: {exc.strerror}"
+                ErrorKind.EXECUTION_ERROR, f"`{shown}` cannot be read: {exc.strerror or exc}"
             ) from None
         for attempt in (1, 2):
             client = await self.client(ctx, params, language)

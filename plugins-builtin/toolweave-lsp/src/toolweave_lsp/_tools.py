@@ -9,14 +9,18 @@ line and a column. The server's UTF-16 positions are converted both ways.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
+import anyio.to_thread
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 from toolweave.resources import Workspace
 
 from toolweave_lsp._client import uri_path
+from toolweave_lsp._files import line_texts
 from toolweave_lsp._servers import LspParams, OpenFile, ask, servers_of
 
 __all__ = [
@@ -36,6 +40,11 @@ __all__ = [
 
 MAX_LOCATIONS = 200
 """Locations listed at most (references of a common name can be thousands)."""
+
+MAX_SYMBOL_DEPTH = 32
+"""Nesting levels of a file's outline listed at most."""
+
+_END = object()
 
 SEVERITY: dict[int, Literal["error", "warning", "information", "hint"]] = {
     1: "error",
@@ -199,41 +208,12 @@ class LocationsOutput(ToolOutput):
         return text
 
 
-class _Files:
-    """Line texts of the files locations point into, each read once."""
-
-    def __init__(self, workspace: Workspace) -> None:
-        self.workspace = workspace
-        self.lines: dict[Path, list[str]] = {}
-
-    def location(self, uri: str, start: dict[str, Any]) -> Location | None:
-        path = uri_path(uri)
-        if path is None:
-            return None
-        line = int(start.get("line", 0))
-        units = int(start.get("character", 0))
-        inside = self.workspace.contains(path)
-        lines = self.lines.get(path)
-        if lines is None:
-            try:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                lines = []
-            self.lines[path] = lines
-        text = lines[line] if 0 <= line < len(lines) else ""
-        return Location(
-            path=self.workspace.relative(path) if inside else str(path),
-            line=line + 1,
-            column=_from_utf16(text, units) + 1,
-            text=text.strip()[:200],
-            outside=not inside,
-        )
-
-
-def _locations(ctx: Context, answer: Any, what: str) -> LocationsOutput:
+async def _locations(ctx: Context, answer: Any, what: str) -> LocationsOutput:
+    """The locations of a server's answer (the first :data:`MAX_LOCATIONS` with their
+    line's text, the files read in a worker thread)."""
     items = answer if isinstance(answer, list) else [answer] if answer else []
-    files = _Files(ctx.resources.require(Workspace))
-    found: list[Location] = []
+    workspace = ctx.resources.require(Workspace)
+    places: list[tuple[Path, int, int]] = []
     for item in items:
         if not isinstance(item, dict):
             continue
@@ -241,10 +221,42 @@ def _locations(ctx: Context, answer: Any, what: str) -> LocationsOutput:
         span = item.get("targetSelectionRange") or item.get("range") or {}
         if not isinstance(uri, str) or not isinstance(span, dict):
             continue
-        location = files.location(uri, span.get("start") or {})
-        if location is not None:
-            found.append(location)
-    return LocationsOutput(locations=found[:MAX_LOCATIONS], total=len(found), what=what)
+        path = uri_path(uri)
+        start = span.get("start") or {}
+        if path is None or not isinstance(start, dict):
+            continue
+        places.append((path, _int(start.get("line")), _int(start.get("character"))))
+    shown = places[:MAX_LOCATIONS]
+    wanted = list(dict.fromkeys(path for path, _, _ in shown))
+    texts = await anyio.to_thread.run_sync(
+        lambda: {path: line_texts(path) for path in wanted}, abandon_on_cancel=True
+    )
+    found: list[Location] = []
+    for path, line, units in shown:
+        lines = texts[path]
+        text = lines[line] if 0 <= line < len(lines) else ""
+        inside = workspace.contains(path)
+        found.append(
+            Location(
+                path=workspace.relative(path) if inside else str(path),
+                line=line + 1,
+                column=_from_utf16(text, units) + 1,
+                text=text.strip()[:200],
+                outside=not inside,
+            )
+        )
+    return LocationsOutput(locations=found, total=len(places), what=what)
+
+
+def _int(value: Any) -> int:
+    """A position's number as the server sent it (0 when it is not one)."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return 0
 
 
 class Diagnostic(BaseModel):
@@ -288,18 +300,33 @@ class DiagnosticsOutput(ToolOutput):
 def _diagnostic(text_lines: list[str], raw: Any) -> Diagnostic | None:
     if not isinstance(raw, dict):
         return None
-    start = (raw.get("range") or {}).get("start") or {}
-    line = int(start.get("line", 0))
+    start = _dict(_dict(raw.get("range")).get("start"))
+    line = _int(start.get("line"))
     text = text_lines[line] if 0 <= line < len(text_lines) else ""
-    code = raw.get("code")
+    severity = _int(raw.get("severity"))
     return Diagnostic(
         line=line + 1,
-        column=_from_utf16(text, int(start.get("character", 0))) + 1,
-        severity=SEVERITY.get(int(raw.get("severity") or 1), "error"),
-        message=str(raw.get("message", "")).strip(),
-        source=str(raw.get("source") or ""),
-        code="" if code is None else str(code),
+        column=_from_utf16(text, _int(start.get("character"))) + 1,
+        severity=SEVERITY.get(severity, "error"),
+        message=_text(raw.get("message")).strip(),
+        source=_text(raw.get("source")),
+        code=_text(raw.get("code")),
     )
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when the server sent an object there, else ``{}``."""
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str:
+    """A string or number the server sent, as text; ``""`` for anything else (a nested
+    structure is never turned into text: that would walk it)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return ""
 
 
 async def diagnostics_of(ctx: Context, params: LspParams, asked: str) -> DiagnosticsOutput:
@@ -313,7 +340,8 @@ async def diagnostics_of(ctx: Context, params: LspParams, asked: str) -> Diagnos
         answer = await client.request(
             "textDocument/diagnostic", {"textDocument": {"uri": opened.uri}}
         )
-        raw = (answer or {}).get("items") or []
+        items = _dict(answer).get("items")
+        raw = items if isinstance(items, list) else []
     else:
         before = opened.published_before
         if not opened.changed and client.published(opened.uri):
@@ -399,7 +427,7 @@ async def _at(
         method,
         lambda opened: {"position": _position(ctx, opened, args), **extra},
     )
-    return _locations(ctx, answer, what)
+    return await _locations(ctx, answer, what)
 
 
 class HoverOutput(ToolOutput):
@@ -434,17 +462,21 @@ class Hover(Tool[PositionArgs, HoverOutput]):
             "textDocument/hover",
             lambda opened: {"position": _position(ctx, opened, args)},
         )
-        return HoverOutput(text=_hover_text((answer or {}).get("contents")).strip())
+        return HoverOutput(text=_hover_text(_dict(answer).get("contents")).strip())
 
 
 def _hover_text(contents: Any) -> str:
-    if isinstance(contents, str):
-        return contents
-    if isinstance(contents, dict):
-        return str(contents.get("value", ""))
-    if isinstance(contents, list):
-        return "\n\n".join(_hover_text(part) for part in contents)
-    return ""
+    """The text of a hover's ``contents``: a string, a ``MarkupContent`` or
+    ``MarkedString``, or a list of those (a list in the list is not looked into: no
+    walk of the server's answer goes deeper than that)."""
+    parts = contents if isinstance(contents, list) else [contents]
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            texts.append(str(part.get("value", "")))
+    return "\n\n".join(texts)
 
 
 class Symbol(BaseModel):
@@ -464,17 +496,24 @@ class SymbolsOutput(ToolOutput):
 
     path: str
     symbols: list[Symbol]
+    deeper: int = 0
+    """Symbols nested deeper than :data:`MAX_SYMBOL_DEPTH` levels, not listed."""
 
     def to_model(self) -> str:
         """One symbol per line, indented by nesting: ``kind name (line N)``."""
         if not self.symbols:
             return f"No symbols in `{self.path}`."
-        return "\n".join(
+        text = "\n".join(
             f"{'  ' * s.depth}{s.kind} {s.name}"
             + (f" {s.detail}" if s.detail else "")
             + f" (line {s.line})"
             for s in self.symbols
         )
+        if self.deeper:
+            text += (
+                f"\n[{self.deeper} symbols nested deeper than {MAX_SYMBOL_DEPTH} levels not shown]"
+            )
+        return text
 
 
 class DocumentSymbols(Tool[PathArgs, SymbolsOutput]):
@@ -498,22 +537,28 @@ class DocumentSymbols(Tool[PathArgs, SymbolsOutput]):
         items = answer if isinstance(answer, list) else []
         symbols: list[Symbol] = []
         if items and isinstance(items[0], dict) and "location" in items[0]:
-            _flat(items, symbols)
+            hidden = _flat(items, symbols)
         else:
-            _outline(items, 0, symbols)
-        return SymbolsOutput(path=opened.shown, symbols=symbols)
+            hidden = _outline(items, symbols)
+        return SymbolsOutput(path=opened.shown, symbols=symbols, deeper=hidden)
 
 
-def _flat(items: list[Any], out: list[Symbol]) -> None:
-    """``SymbolInformation`` items, in line order, nested by their container's name."""
+def _flat(items: list[Any], out: list[Symbol]) -> int:
+    """``SymbolInformation`` items, in line order, nested by their container's name,
+    down to :data:`MAX_SYMBOL_DEPTH` levels; how many were deeper than that."""
     pairs = [(symbol, item.get("containerName")) for item in items if (symbol := _symbol(item, 0))]
     pairs.sort(key=lambda pair: pair[0].line)
     depth: dict[str, int] = {}
+    hidden = 0
     for symbol, container in pairs:
         if isinstance(container, str) and container in depth:
             symbol.depth = depth[container] + 1
         depth.setdefault(symbol.name, symbol.depth)
-        out.append(symbol)
+        if symbol.depth >= MAX_SYMBOL_DEPTH:
+            hidden += 1
+        else:
+            out.append(symbol)
+    return hidden
 
 
 def _symbol(item: Any, depth: int) -> Symbol | None:
@@ -521,24 +566,37 @@ def _symbol(item: Any, depth: int) -> Symbol | None:
         return None
     span = item.get("selectionRange") or item.get("range")
     if span is None:
-        span = (item.get("location") or {}).get("range") or {}
+        span = _dict(item.get("location")).get("range")
     kind = item.get("kind")
     return Symbol(
         name=item["name"],
         kind=SYMBOL_KINDS[kind - 1] if isinstance(kind, int) and 0 < kind <= 26 else "symbol",
-        line=int(((span or {}).get("start") or {}).get("line", 0)) + 1,
+        line=_int(_dict(_dict(span).get("start")).get("line")) + 1,
         depth=depth,
-        detail=str(item.get("detail") or "")[:120],
+        detail=_text(item.get("detail"))[:120],
     )
 
 
-def _outline(items: list[Any], depth: int, out: list[Symbol]) -> None:
-    """``DocumentSymbol`` items and their children, depth first."""
-    for item in items:
+def _outline(items: list[Any], out: list[Symbol]) -> int:
+    """``DocumentSymbol`` items and their children, depth first, down to
+    :data:`MAX_SYMBOL_DEPTH` levels (walked with a stack of its own, not by recursion,
+    so no answer is too deep for it); how many symbols were deeper than that."""
+    hidden = 0
+    stack: list[tuple[Iterator[Any], int]] = [(iter(items), 0)]
+    while stack:
+        children, depth = stack[-1]
+        item: Any = next(children, _END)
+        if item is _END:
+            stack.pop()
+            continue
         symbol = _symbol(item, depth)
         if symbol is None:
             continue
-        out.append(symbol)
-        children = item.get("children")
-        if isinstance(children, list):
-            _outline(children, depth + 1, out)
+        if depth >= MAX_SYMBOL_DEPTH:
+            hidden += 1
+        else:
+            out.append(symbol)
+        nested = item.get("children")
+        if isinstance(nested, list) and nested:
+            stack.append((iter(nested), depth + 1))
+    return hidden

@@ -26,14 +26,14 @@ from dataclasses import dataclass
 import anyio
 import anyio.lowlevel
 from anyio.from_thread import run_sync as run_in_loop
-from toolweave import Session
+from toolweave import ErrorKind, Session, ToolError
 from toolweave.processes import process_alive, start_ticks
 from toolweave.runtime import Notification
 
 from toolweave_monitor._state import MonitorEvent, MonitorRecord, MonitorState
 from toolweave_monitor._watchers import Report, Seen
 
-__all__ = ["MONITOR_NOTIFICATIONS", "Emitter", "Monitors", "add_event"]
+__all__ = ["MONITOR_NOTIFICATIONS", "Emitter", "Monitors", "Slot", "add_event"]
 
 logger = logging.getLogger("toolweave.monitor")
 
@@ -49,6 +49,25 @@ JOIN_S = 10.0
 class _Live:
     thread: threading.Thread
     stop: threading.Event
+
+
+class Slot:
+    """A place among a session's running monitors, held from the check of the limit
+    until the monitor's thread starts (:meth:`Monitors.start`) or the start fails (the
+    ``with`` block ends without a start: the place is given back)."""
+
+    __slots__ = ("_monitors", "held")
+
+    def __init__(self, monitors: Monitors) -> None:
+        self._monitors = monitors
+        self.held = True
+        """Whether it still counts against the limit as a reservation."""
+
+    def __enter__(self) -> Slot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._monitors.release(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +106,8 @@ class Monitors:
         self.closed = False
         self._live: dict[str, _Live] = {}
         self._pending: dict[str, list[str]] = {}
+        self._reserved = 0
+        """Places held by ``monitor`` calls still checking their target."""
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -104,6 +125,40 @@ class Monitors:
 
     # -- starting ---------------------------------------------------------------------
 
+    def reserve(self, limit: int) -> Slot:
+        """Hold a place for a monitor about to start, when fewer than ``limit`` run or
+        are being started; use the result in a ``with`` block around the start.
+
+        The count and the reservation are one step (no await between them), so calls
+        running at once cannot all pass the check before any of them starts.
+
+        Raises:
+            ToolError: ``rate_limited`` when ``limit`` monitors run or are starting;
+                ``unavailable`` when the session is closed.
+        """
+        with self._lock:
+            if self.closed:
+                raise ToolError(ErrorKind.UNAVAILABLE, "The session is closed; no monitor starts.")
+            running = [key for key, live in self._live.items() if live.thread.is_alive()]
+            if len(running) + self._reserved >= limit:
+                starting = f" and {self._reserved} being started" if self._reserved else ""
+                listed = f" ({', '.join(running)})" if running else ""
+                raise ToolError(
+                    ErrorKind.RATE_LIMITED,
+                    f"{len(running)} monitors already run{listed}{starting}, the most a "
+                    f"session may have is {limit}; stop one first.",
+                )
+            self._reserved += 1
+            return Slot(self)
+
+    def release(self, slot: Slot) -> None:
+        """Give back the place ``slot`` holds, unless a monitor took it (twice is
+        harmless)."""
+        with self._lock:
+            if slot.held:
+                slot.held = False
+                self._reserved -= 1
+
     def start(
         self,
         record: MonitorRecord,
@@ -111,11 +166,17 @@ class Monitors:
         *,
         emitter: Emitter,
         max_events: int,
+        slot: Slot | None = None,
     ) -> None:
-        """Run ``body(stop, report)`` on a new thread for ``record`` (already in the state).
+        """Run ``body(stop, report)`` on a new thread for ``record`` (already in the state),
+        taking the place ``slot`` holds.
 
         Must be called in the session's event loop: what the thread reports is handed
         back to it.
+
+        Raises:
+            ToolError: ``unavailable`` when the session closed meanwhile (no thread
+                starts).
         """
         token = anyio.lowlevel.current_token()
         record.runner = self.runner
@@ -133,8 +194,14 @@ class Monitors:
 
         thread = threading.Thread(target=run, name=f"toolweave-monitor-{record.id}", daemon=True)
         with self._lock:
+            if self.closed:
+                raise ToolError(ErrorKind.UNAVAILABLE, "The session is closed; no monitor starts.")
+            if slot is not None and slot.held:
+                slot.held = False
+                self._reserved -= 1
             self._live[record.id] = _Live(thread, stop)
-        thread.start()
+            # Started under the lock: a thread counted as live is alive from now on.
+            thread.start()
 
     def _apply(self, monitor_id: str, seen: Seen, emitter: Emitter, max_events: int) -> None:
         """In the event loop: add what a watcher saw to its record, keep it for the
@@ -214,8 +281,8 @@ class Monitors:
     async def close(self) -> None:
         """Stop every monitor of the session and mark their records stopped (the pack
         calls this when the session closes)."""
-        self.closed = True
         with self._lock:
+            self.closed = True
             lives, self._live = dict(self._live), {}
         for live in lives.values():
             live.stop.set()

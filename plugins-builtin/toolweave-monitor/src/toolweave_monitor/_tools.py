@@ -268,28 +268,31 @@ often: URL checks are spaced by a configured minimum interval."""
             )
         params = ctx.params(MonitorParams)
         state, monitors = _prepare(ctx)
-        if monitors.closed:
-            raise ToolError(ErrorKind.UNAVAILABLE, "The session is closed; no monitor starts.")
-        running = monitors.running()
-        if len(running) >= params.max_monitors:
-            raise ToolError(
-                ErrorKind.RATE_LIMITED,
-                f"{len(running)} monitors already run ({', '.join(running)}), the most a "
-                f"session may have; stop one first.",
+        # The place is held from the check of the limit on, before anything is awaited
+        # (a URL's first request is): calls running at once (several `monitor` calls
+        # of one turn) cannot all pass the check. It is given back if the start fails.
+        with monitors.reserve(params.max_monitors) as slot:
+            record = MonitorRecord(
+                id="", kind="file", target="", description=args.description, started_at=time.time()
             )
-        record = MonitorRecord(
-            id="", kind="file", target="", description=args.description, started_at=time.time()
-        )
-        body = await self._plan(ctx, args, params, record)
-        number = state.next_number
-        while f"monitor-{number}" in state.monitors:
-            number += 1
-        record.id = f"monitor-{number}"
-        state.next_number = number + 1
-        state.monitors[record.id] = record
-        _drop_oldest(state, params.max_records)
-        emitter = Emitter(tool=ctx.entry.tool.fqid if ctx.entry else "", call_id=ctx.call_id)
-        monitors.start(record, body, emitter=emitter, max_events=params.max_events_per_monitor)
+            body = await self._plan(ctx, args, params, record)
+            if monitors.closed:
+                raise ToolError(ErrorKind.UNAVAILABLE, "The session is closed; no monitor starts.")
+            number = state.next_number
+            while f"monitor-{number}" in state.monitors:
+                number += 1
+            record.id = f"monitor-{number}"
+            state.next_number = number + 1
+            state.monitors[record.id] = record
+            _drop_oldest(state, params.max_records)
+            emitter = Emitter(tool=ctx.entry.tool.fqid if ctx.entry else "", call_id=ctx.call_id)
+            monitors.start(
+                record,
+                body,
+                emitter=emitter,
+                max_events=params.max_events_per_monitor,
+                slot=slot,
+            )
         return MonitorStarted(
             monitor_id=record.id,
             kind=record.kind,

@@ -27,6 +27,7 @@ __all__ = [
     "UrlCheck",
     "describe_changes",
     "read_tail",
+    "stays_inside",
     "url_status",
     "watch_path",
     "watch_process",
@@ -82,6 +83,28 @@ def describe_changes(
     return ", ".join(named) + (f" (+{more} more)" if more else "")
 
 
+def stays_inside(folder: str) -> Callable[[str], bool]:
+    """Whether a changed path is really in ``folder`` (absolute, links resolved): its
+    parent with every link resolved, and its own name, which is not followed (a link
+    added in the folder is a change in the folder, wherever it leads).
+
+    The watcher follows links to folders elsewhere (watchfiles has no option not to),
+    so a link in the watched folder to a folder outside the workspace makes the files
+    created there look like ``src/linked/...``; this tells them apart.
+    """
+    prefix = folder.rstrip(os.sep) + os.sep
+
+    def check(changed: str) -> bool:
+        parent, name = os.path.split(changed)
+        try:
+            real = os.path.join(os.path.realpath(parent), name)
+        except (OSError, ValueError):
+            return False
+        return real == folder or real.startswith(prefix)
+
+    return check
+
+
 def watch_path(
     path: Path,
     *,
@@ -92,26 +115,34 @@ def watch_path(
     report: Report,
 ) -> None:
     """Report each batch of changes to ``path`` (a file: the file alone, followed by name
-    through its folder, so a replaced file is still seen; a folder: everything under it)."""
+    through its folder, so a replaced file is still seen; a folder: everything under it
+    whose real place is in it, never what a link in it leads to elsewhere).
+
+    ``path`` is absolute with its links resolved (as :meth:`Workspace.resolve` gives it).
+    """
     folder = path.parent if is_file else path
     wanted = str(path)
+    inside = stays_inside(str(folder))
+    ignored = watchfiles.DefaultFilter(ignore_dirs=IGNORED_FOLDERS)
 
     def only_the_file(change: watchfiles.Change, changed: str) -> bool:
         return changed == wanted
 
+    def in_the_folder(change: watchfiles.Change, changed: str) -> bool:
+        return ignored(change, changed) and inside(changed)
+
     try:
         for changes in watchfiles.watch(
             folder,
-            watch_filter=only_the_file
-            if is_file
-            else watchfiles.DefaultFilter(ignore_dirs=IGNORED_FOLDERS),
+            watch_filter=only_the_file if is_file else in_the_folder,
             debounce=batch_window_ms,
             step=50,
             stop_event=stop,
             raise_interrupt=False,
             recursive=not is_file,
         ):
-            report(Seen(describe_changes(changes, show)))
+            if changes:
+                report(Seen(describe_changes(changes, show)))
             if not folder.is_dir():
                 report(Seen(f"{show(str(folder))} was removed", end="ended"))
                 return

@@ -3,8 +3,11 @@
 
 Files are written inside the workspace only (walked from its root's descriptor, never
 following a link out), never over an existing file: a taken name gets ``-2``, ``-3``
-... They are written (and the image of ``image_to_video`` is read) in a worker thread,
-never on the event loop, so a large file or a slow file system holds up no other call.
+... Every file the client sent is checked before any is written; each is written whole
+into a temporary file of its folder and only then linked under its name, and a call
+that fails removes what it wrote (all its files are saved, or none). They are written
+(and the image of ``image_to_video`` is read) in a worker thread, never on the event
+loop, so a large file or a slow file system holds up no other call.
 Videos are jobs: the tools stream the job's progress, poll it at the configured
 interval until it ends or the deadline passes, and ask the service to stop a job whose
 call was cancelled or ran out of time.
@@ -12,8 +15,11 @@ call was cancelled or ran out of time.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
+import secrets
 import stat
 import time
 from collections.abc import AsyncIterator
@@ -21,8 +27,8 @@ from typing import Any
 
 import anyio
 from pydantic import BaseModel, Field
-from toolweave import Context, ErrorKind, Kind, Progress, Tool, ToolError, ToolOutput
-from toolweave.resources import Workspace
+from toolweave import Context, ErrorKind, Kind, Progress, Tool, ToolError, ToolOutput, preview
+from toolweave.resources import Location, Workspace
 
 from toolweave_media._client import (
     ImageRequest,
@@ -267,7 +273,14 @@ async def _video(
     finally:
         if not done:
             await cancel_quietly(client, job.id)
-    meta = {**known, **video.metadata, "video_id": job.id}
+    if not isinstance(video, Media):
+        raise ToolError(
+            ErrorKind.EXECUTION_ERROR,
+            f"the media client returned {type(video).__name__} for the video, not Media; "
+            "nothing was saved",
+        )
+    extra = video.metadata if isinstance(video.metadata, dict) else {}
+    meta = {**known, **extra, "video_id": job.id}
     media = Media(video.data, video.extension, meta)
     yield MediaOutput(files=await _save_all(ctx, params, [media], target))
 
@@ -346,44 +359,260 @@ def _target(
     return base, suffix
 
 
+_EXTENSION = re.compile(r"[A-Za-z0-9]{1,16}")
+"""What a media client's file extension may be (``png``, ``mp4``)."""
+
+MAX_NAMES = 999
+"""Names tried for one file: ``base.ext``, then ``base-2.ext`` to ``base-999.ext``."""
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _checked(
+    made: object, max_bytes: int, suffix: str | None
+) -> list[tuple[bytes, str, dict[str, Any]]]:
+    """Every file of the client's answer as (data, extension, metadata), all of them
+    checked (the answer's type, each file's data type, size and extension) before any
+    is written.
+
+    Raises:
+        ToolError: ``execution_error`` naming what is wrong; nothing is written.
+    """
+    if not isinstance(made, (list, tuple)):
+        raise ToolError(
+            ErrorKind.EXECUTION_ERROR,
+            f"the media client returned {type(made).__name__}, not a list of Media; "
+            "nothing was saved",
+        )
+    if not made:
+        raise ToolError(ErrorKind.EXECUTION_ERROR, "the media service returned no file")
+    checked: list[tuple[bytes, str, dict[str, Any]]] = []
+    for number, media in enumerate(made, 1):
+        which = f"file {number} of {len(made)}" if len(made) > 1 else "the file"
+        if not isinstance(media, Media):
+            raise ToolError(
+                ErrorKind.EXECUTION_ERROR,
+                f"the media client returned {type(media).__name__} as {which}, not Media; "
+                "nothing was saved",
+            )
+        data: object = media.data
+        if isinstance(data, (bytearray, memoryview)):
+            data = bytes(data)
+        if not isinstance(data, bytes):
+            raise ToolError(
+                ErrorKind.EXECUTION_ERROR,
+                f"the media client sent {which} as {type(data).__name__}, not bytes; "
+                "nothing was saved",
+            )
+        if len(data) > max_bytes:
+            raise ToolError(
+                ErrorKind.EXECUTION_ERROR,
+                f"the service sent {len(data):,} bytes as {which}, over the limit of "
+                f"{max_bytes:,}; nothing was saved",
+            )
+        extension = suffix if suffix is not None else media.extension
+        if suffix is None and not (isinstance(extension, str) and _EXTENSION.fullmatch(extension)):
+            raise ToolError(
+                ErrorKind.EXECUTION_ERROR,
+                f"the media client gave {which} the extension {preview(repr(extension))}, "
+                "which is not a file extension (letters and digits); nothing was saved",
+            )
+        metadata = dict(media.metadata) if isinstance(media.metadata, dict) else {}
+        checked.append((data, extension, metadata))
+    return checked
+
+
 async def _save_all(
     ctx: Context, params: MediaParams, made: list[Media], target: tuple[str, str | None]
 ) -> list[SavedFile]:
     """Save ``made`` in a worker thread (a call cancelled meanwhile returns once the
-    files are written)."""
+    files are written): all of them, or none (every file is checked first, and those
+    written before a failure are removed again)."""
     workspace = ctx.resources.require(Workspace)
     base, suffix = target
-
-    def save_all() -> list[SavedFile]:
-        return [_save(workspace, params, media, base, suffix or media.extension) for media in made]
-
-    return await anyio.to_thread.run_sync(save_all)
+    checked = _checked(made, params.max_bytes, suffix)
+    return await anyio.to_thread.run_sync(_write_all, workspace, checked, base)
 
 
-def _save(
-    workspace: Workspace, params: MediaParams, media: Media, base: str, extension: str
-) -> SavedFile:
-    """Write ``media`` as a new file ``base.extension`` (or ``base-N.extension``) of the
-    workspace (run it in a worker thread: it writes the file)."""
-    if len(media.data) > params.max_bytes:
+class _Staged:
+    """A file being saved: its bytes in a temporary file of the folder it goes to,
+    then linked under its final name (never replacing anything).
+
+    Attributes:
+        entry: The final name as first asked, held by a descriptor of its folder
+            (links in the folder are never followed from here on).
+        stem: The file's name without its extension.
+        extension: Its extension.
+        size: Its bytes.
+        temp: The temporary file's name in the folder (``None`` once gone).
+        final: The name it was saved under (``None`` until then).
+        ident: The temporary file's device and inode (what ``final`` must still be
+            to be removed again).
+    """
+
+    __slots__ = ("entry", "extension", "final", "ident", "size", "stem", "temp")
+
+    def __init__(self, entry: Location, extension: str, size: int) -> None:
+        self.entry = entry
+        self.extension = extension
+        self.stem = entry.name[: len(entry.name) - len(extension) - 1]
+        self.size = size
+        self.temp: str | None = None
+        self.final: str | None = None
+        self.ident = (0, 0)
+
+    @property
+    def shown(self) -> str:
+        """The saved file's path relative to the workspace."""
+        return "/".join((*self.entry.parts[:-1], self.final or self.entry.name))
+
+    def write(self, data: bytes) -> None:
+        """Write ``data`` to a new temporary file of the folder, completely (flushed
+        and synced), or remove it again."""
+        dir_fd = self.entry.dir_fd
+        while True:
+            name = f".{secrets.token_hex(8)}.media-part"
+            try:
+                fd = os.open(name, _CREATE, 0o644, dir_fd=dir_fd)
+            except FileExistsError:
+                continue
+            break
+        self.temp = name
+        try:
+            with os.fdopen(fd, "wb", closefd=False) as file:
+                file.write(data)
+            os.fsync(fd)
+            info = os.fstat(fd)
+            self.ident = (info.st_dev, info.st_ino)
+        finally:
+            os.close(fd)
+
+    def publish(self) -> None:
+        """Give the complete file its name: the first free one of ``stem.ext``,
+        ``stem-2.ext``..., linked to the temporary file (a hard link never replaces an
+        existing entry, a link included) which is then removed."""
+        dir_fd, temp = self.entry.dir_fd, self.temp
+        assert temp is not None
+        for number in range(1, MAX_NAMES + 1):
+            suffix = "" if number == 1 else f"-{number}"
+            name = f"{self.stem}{suffix}.{self.extension}"
+            try:
+                os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                if exc.errno not in _NO_LINKS:
+                    raise
+                # A file system without hard links: hold the name with an empty file of
+                # our own, then move the complete one over it.
+                try:
+                    held = os.open(name, _CREATE, 0o644, dir_fd=dir_fd)
+                except FileExistsError:
+                    continue
+                try:
+                    info = os.fstat(held)
+                finally:
+                    os.close(held)
+                written, self.ident = self.ident, (info.st_dev, info.st_ino)
+                self.final = name
+                os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                self.ident, self.temp = written, None
+                return
+            self.final = name
+            self._remove_temp()
+            return
         raise ToolError(
             ErrorKind.EXECUTION_ERROR,
-            f"the service sent {len(media.data):,} bytes, over the limit of {params.max_bytes:,}",
+            f"`{self.stem}.{self.extension}` and {MAX_NAMES - 1} variants are taken",
         )
-    for number in range(1, 1000):
-        name = f"{base}.{extension}" if number == 1 else f"{base}-{number}.{extension}"
+
+    def undo(self) -> bool:
+        """Remove what was written (the temporary file, and the saved file while it is
+        still the one written here); ``False`` when the saved file stays."""
+        self._remove_temp()
+        if self.final is None:
+            return True
         try:
-            with workspace.locate(name, create_parents=True) as entry:
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-                fd = os.open(entry.name, flags, 0o644, dir_fd=entry.dir_fd)
-                with os.fdopen(fd, "wb") as file:
-                    file.write(media.data)
-                shown = "/".join(entry.parts)
-        except FileExistsError:
-            continue
+            info = os.stat(self.final, dir_fd=self.entry.dir_fd, follow_symlinks=False)
+            if (info.st_dev, info.st_ino) != self.ident:
+                return True  # replaced by someone else since: theirs now
+            os.unlink(self.final, dir_fd=self.entry.dir_fd)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+        self.final = None
+        return True
+
+    def _remove_temp(self) -> None:
+        if self.temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temp, dir_fd=self.entry.dir_fd)
+            self.temp = None
+
+
+_NO_LINKS = {
+    errno.EPERM,
+    errno.EOPNOTSUPP,
+    errno.ENOTSUP,
+    errno.ENOSYS,
+    errno.EMLINK,
+    errno.EXDEV,
+}
+"""``link`` errors of a file system that has no hard links (or no more for this file)."""
+
+
+def _write_all(
+    workspace: Workspace, checked: list[tuple[bytes, str, dict[str, Any]]], base: str
+) -> list[SavedFile]:
+    """Write every checked file as a new file ``base.ext`` (or ``base-N.ext``) of the
+    workspace, each complete in a temporary file of its folder before it gets its name;
+    on any failure remove what this call wrote (run it in a worker thread: it writes
+    files).
+
+    Raises:
+        ToolError: ``execution_error`` (or the walk's ``permission_denied``) naming the
+            file that could not be written; nothing of this call is left, or the error
+            names the files that could not be removed.
+    """
+    staged: list[_Staged] = []
+    current = f"{base}.{checked[0][1]}"
+    try:
+        try:
+            for data, extension, _ in checked:
+                current = f"{base}.{extension}"
+                entry = workspace.locate(current, follow_final_link=False, create_parents=True)
+                item = _Staged(entry, extension, len(data))
+                staged.append(item)
+                item.write(data)
+            for item in staged:
+                current = f"{base}.{item.extension}"
+                item.publish()
         except OSError as exc:
             raise ToolError(
-                ErrorKind.EXECUTION_ERROR, f"`{name}` could not be written: {exc.strerror}"
+                ErrorKind.EXECUTION_ERROR,
+                f"`{current}` could not be written: {exc.strerror or exc}",
             ) from None
-        return SavedFile(path=shown, bytes=len(media.data), metadata=media.metadata)
-    raise ToolError(ErrorKind.EXECUTION_ERROR, f"`{base}.{extension}` and 998 variants are taken")
+    except BaseException as exc:
+        kept = [item.shown for item in staged if not item.undo()]
+        if kept and isinstance(exc, ToolError):
+            files = ", ".join(f"`{path}`" for path in kept)
+            raise ToolError(
+                exc.kind,
+                f"{exc.message}; saved before that and left in place: {files}",
+                exc.data,
+            ) from None
+        if isinstance(exc, ToolError) and len(checked) > 1:
+            raise ToolError(
+                exc.kind,
+                f"{exc.message}; none of the {len(checked)} files was saved",
+                exc.data,
+            ) from None
+        raise
+    finally:
+        for item in staged:
+            item.entry.close()
+    return [
+        SavedFile(path=item.shown, bytes=item.size, metadata=metadata)
+        for item, (_, _, metadata) in zip(staged, checked, strict=True)
+    ]
