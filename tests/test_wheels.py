@@ -2,9 +2,12 @@
 
 The wheels of ``toolweave`` and every pack are built once, by the command README.md
 gives (``uv build --all-packages``). One venv per test session holds the wheels of
-``toolweave``, ``toolweave-fs``, a pack made from the template and three fixture packs
-(``tests/fixtures/``): one that fails at import, one that fails in ``register_tools``,
-one that marks a file when imported. Another fresh venv follows the installation
+``toolweave``, ``toolweave-fs``, a pack made from the template and four fixture
+distributions (``tests/fixtures/``): one that fails at import, one that fails in
+``register_tools``, one that marks a file when imported, and one whose packs raise
+``BaseException`` classes of their own or ``GeneratorExit`` (at import, in
+``register_tools``, in ``provide_resources``) or register a tool whose arguments have no
+JSON Schema. Another fresh venv follows the installation
 lines of README.md and of every pack's README, as a user would type them. Every check
 runs in a subprocess of a venv, so only what the wheels installed is visible there.
 """
@@ -290,8 +293,8 @@ LOAD_ALL = """
 def test_broken_packs_are_reported_and_skipped(venv: Venv) -> None:
     """A pack failing at import and one failing in register_tools are reported; others load."""
     result = venv.python_json(LOAD_ALL)
-    assert result["loaded"] == ["fs", "marker", "sample"]
-    assert set(result["failed"]) == {"brokenimport", "brokenhook"}
+    assert result["loaded"] == ["badschema", "baseresources", "fs", "marker", "sample"]
+    assert set(result["failed"]) == {"brokenimport", "brokenhook", "baseimport", "basehook"}
 
     imp = result["failed"]["brokenimport"]
     assert imp["dist"] == "toolweave-brokenimport"
@@ -308,7 +311,70 @@ def test_broken_packs_are_reported_and_skipped(venv: Venv) -> None:
 
     # The tool the failing hook registered before raising is gone with its pack.
     assert "half_registered" not in result["names"]
-    assert set(result["names"]) == FS_TOOLS | {"marker_echo", "greet"}
+    assert set(result["names"]) == FS_TOOLS | {
+        "marker_echo",
+        "greet",
+        "base_survivor",
+        "opaque_arg",
+        "schema_ok",
+    }
+
+
+BASE_EXCEPTIONS = """
+    import json, logging
+    from toolweave import load_packs
+
+    logging.basicConfig(level=logging.CRITICAL)
+    packs = load_packs(include=["fs", "baseimport", "basehook", "baseresources", "badschema"])
+    toolset = packs.build()
+    with toolset.session(workspace=".").sync() as session:
+        listed = [d["function"]["name"] for d in session.definitions("openai")]
+        arguments = {"base_survivor": {}, "schema_ok": {"text": "hi"}, "opaque_arg": {"x": 1}}
+        calls = {}
+        for name, given in arguments.items():
+            result = session.call(name, given)
+            calls[name] = [result.error.kind if result.error else None, result.text]
+    print(json.dumps({
+        "statuses": {
+            n: [i.status, i.error.stage if i.error else None, str(i.error) if i.error else None]
+            for n, i in packs.packs.items()
+            if i.status != "not selected"
+        },
+        "listed": listed,
+        "calls": calls,
+        "report": [[s.name, s.reason, s.message] for s in toolset.report.skipped],
+    }))
+"""
+
+
+def test_packs_raising_base_exceptions_are_reported_and_skipped(venv: Venv) -> None:
+    """Installed packs raising a BaseException class of their own or GeneratorExit (at
+    import, in register_tools, in provide_resources) crashed the host; each is reported
+    with its stage and skipped. A pack tool whose arguments have no JSON Schema made
+    every listing of the set raise; it is left out of the listing, reported with its
+    pack, and its calls answer unavailable, while every other tool works."""
+    result = venv.python_json(BASE_EXCEPTIONS)
+    statuses = result["statuses"]
+    assert {n: s[:2] for n, s in statuses.items()} == {
+        "fs": ["loaded", None],
+        "baseimport": ["failed", "import"],
+        "basehook": ["failed", "register_tools"],
+        "baseresources": ["failed", "provide_resources"],
+        "badschema": ["loaded", None],
+    }
+    assert "VendorAbort: brokenbase fixture aborts on import" in statuses["baseimport"][2]
+    assert "GeneratorExit: brokenbase fixture exits" in statuses["basehook"][2]
+    assert "Unprintable (its message could not be read)" in statuses["baseresources"][2]
+    assert set(result["listed"]) == FS_TOOLS | {"base_survivor", "schema_ok"}
+    assert result["calls"]["base_survivor"] == [None, "survived"]
+    assert result["calls"]["schema_ok"] == [None, "hi"]
+    kind, text = result["calls"]["opaque_arg"]
+    assert kind == "unavailable"
+    assert "opaque_arg cannot be used" in text
+    ((name, reason, message),) = result["report"]
+    assert (name, reason) == ("opaque_arg", "schema")
+    assert "pack badschema (toolweave-brokenbase 0.1.0)" in message
+    assert "Opaque" in message
 
 
 STRICT = """

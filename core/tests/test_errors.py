@@ -190,3 +190,38 @@ def test_pack_load_error_carries_pack_dist_stage_and_cause() -> None:
         "pack 'fs' (from toolweave-fs 0.1.0) failed during register_tools: RuntimeError: boom"
     )
     assert "from" not in str(PackLoadError("local", None, cause, "import"))
+
+
+class _Unprintable(Exception):
+    """Its ``__str__`` and ``__repr__`` fail."""
+
+    def __str__(self) -> str:
+        raise TypeError("no str")
+
+    def __repr__(self) -> str:
+        raise TypeError("no repr")
+
+
+def test_config_issue_shows_values_too_deep_or_odd_to_print() -> None:
+    """A value nested 100,000 lists deep made str(issue) (and so ConfigError(...)) raise
+    RecursionError; it is shown bounded. One whose repr raises is shown by its type."""
+    deep: list[object] = []
+    inner = deep
+    for _ in range(100_000):
+        nested: list[object] = []
+        inner.append(nested)
+        inner = nested
+    text = str(ConfigIssue("t", "bad", actual=deep))
+    assert text.startswith("[invalid] t: bad (got [[[")
+    assert len(text) < 200
+    odd = str(ConfigIssue("t", "bad", expected=_Unprintable()))
+    assert odd.startswith("[invalid] t: bad (expected <_Unprintable")
+    assert "got [[[" in str(ConfigError([ConfigIssue("t", "bad", actual=deep)]))
+
+
+def test_pack_load_error_of_a_cause_that_cannot_be_printed() -> None:
+    """A pack failing with an exception whose ``__str__`` raises is still reported."""
+    err = PackLoadError("fs", None, _Unprintable(), "import")
+    assert str(err) == (
+        "pack 'fs' failed during import: _Unprintable (its message could not be read)"
+    )

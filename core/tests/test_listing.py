@@ -311,3 +311,95 @@ def test_prefrozen_dicts_behave_as_frozen_dicts() -> None:
         assert type(plain) is dict
         assert plain == made
     assert type(copy.deepcopy(made)["b"]["c"]) is list
+
+
+# -- a tool whose arguments cannot be described -----------------------------------------
+
+
+class Opaque:
+    """A class pydantic has no schema for."""
+
+
+def _opaque_tools() -> list[Any]:
+    @tool(blocking=False)
+    def opaque(x: Opaque) -> str:
+        """Take an opaque thing. Not for anything else.
+
+        Args:
+            x: The thing.
+        """
+        return "x"
+
+    class OpaqueArgs(BaseModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+
+        x: Opaque
+
+    class OpaqueModel(Tool[OpaqueArgs, str]):
+        """Its Args model validates, but has no JSON Schema."""
+
+        id = "opaque_model"
+
+        async def run(self, ctx: Context, args: OpaqueArgs) -> str:
+            return "x"
+
+    @tool(blocking=False)
+    def fine(text: str = "") -> str:
+        """Say fine. Not for anything else.
+
+        Args:
+            text: Ignored.
+        """
+        return "fine"
+
+    return [opaque, OpaqueModel, fine]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("first", ["listing", "call"])
+async def test_a_tool_whose_schema_cannot_be_made_is_left_out_and_reported(
+    first: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool with an argument type pydantic cannot describe passed the build (schemas
+    are made on first use), then every listing of the whole set raised pydantic's error.
+    It is left out of every listing (the others are listed), added to the set's report,
+    named in a warning with its origin and reason, and its calls answer unavailable,
+    whether it was first listed or first called. The build still makes no schema."""
+    import logging
+
+    from toolweave import ErrorKind
+    from toolweave.errors import UnsupportedSchemaError
+
+    builder = ToolSetBuilder()
+    builder.add_all(_opaque_tools())
+    toolset = builder.build()
+    assert all(toolset[n].tool.listed_schema_if_made is None for n in ("opaque", "opaque_model"))
+    session = toolset.session()
+    with caplog.at_level(logging.WARNING, logger="toolweave"):
+        if first == "call":  # no validator either (opaque_model has one: it validates)
+            called = await session.call("opaque", {"x": 1})
+            assert called.error is not None
+            assert called.error.kind is ErrorKind.UNAVAILABLE, called.text
+        for format in ("neutral", "openai", "anthropic", "mcp", "gemini"):
+            listed = toolset.definitions(format)
+            assert len(listed) == 1, format
+            assert len(session.definitions(format)) == 1
+    assert [d["name"] for d in toolset.definitions("neutral")] == ["fine"]
+    assert toolset.names == ["opaque", "opaque_model", "fine"]
+    assert [(s.name, s.reason) for s in toolset.report.skipped] == [
+        ("opaque", "schema"),
+        ("opaque_model", "schema"),
+    ]
+    assert "registered by host" in toolset.report.skipped[0].message
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 2
+    assert "main:opaque, from host" in warned[0]
+    assert "Opaque" in warned[0]
+    for name in ("opaque", "opaque_model"):
+        called = await session.call(name, {"x": 1})
+        assert called.error is not None
+        assert called.error.kind is ErrorKind.UNAVAILABLE
+        assert "cannot be used" in called.text
+        with pytest.raises(UnsupportedSchemaError):
+            _ = toolset[name].input_schema
+    assert (await session.call("fine", {})).text == "fine"

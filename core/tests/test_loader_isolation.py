@@ -184,3 +184,124 @@ def test_a_pack_whose_import_hangs_fails_after_the_budget(
             PackManager(strict=True, import_timeout=0.5).discover(include=["hangs"], environ={})
     finally:
         release.write_text("")
+
+
+BASE_PACKS = {
+    "import": """
+        class VendorAbort(BaseException):
+            pass
+
+        raise VendorAbort("vendor abort at import")
+        """,
+    "genexit": """
+        raise GeneratorExit("generator exit at import")
+        """,
+    "hook": """
+        from toolweave import hookimpl, tool
+
+        class VendorAbort(BaseException):
+            pass
+
+        @tool(blocking=False)
+        def half_there() -> str:
+            '''Never listed: its pack fails after registering it.'''
+            return "x"
+
+        @hookimpl
+        def register_tools(builder):
+            builder.add(half_there)
+            raise VendorAbort("vendor abort in register_tools")
+        """,
+    "resources": """
+        from toolweave import hookimpl, tool
+
+        class Unprintable(BaseException):
+            def __str__(self):
+                raise TypeError("no message")
+
+        @tool(blocking=False)
+        def still_here() -> str:
+            '''Kept: only the pack's provide_resources fails.'''
+            return "still here"
+
+        @hookimpl
+        def register_tools(builder):
+            builder.add(still_here)
+
+        @hookimpl
+        def provide_resources(resources, session):
+            raise Unprintable()
+        """,
+    "fine": """
+        from toolweave import hookimpl, tool
+
+        @tool(blocking=False)
+        def fine_tool() -> str:
+            '''Say fine.'''
+            return "fine"
+
+        @hookimpl
+        def register_tools(builder):
+            builder.add(fine_tool)
+        """,
+}
+
+
+@pytest.fixture
+def base_packs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """One distribution on sys.path (real .dist-info metadata and entry points, as an
+    installed wheel has) declaring a pack per entry of BASE_PACKS; returns their prefix."""
+    import textwrap
+    import uuid
+
+    tag = uuid.uuid4().hex[:8]
+    lines = []
+    for name, source in BASE_PACKS.items():
+        module = f"twbase_{tag}_{name}"
+        (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+        lines.append(f"{tag}_{name} = {module}")
+    info = tmp_path / f"twbase_{tag}-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: twbase-{tag}\nVersion: 2.0\n")
+    (info / "entry_points.txt").write_text("[toolweave.packs]\n" + "\n".join(lines) + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tag
+
+
+@pytest.mark.anyio
+async def test_base_exceptions_of_a_pack_fail_the_pack_not_the_host(
+    base_packs: str, tmp_path: Path
+) -> None:
+    """An installed pack raising a BaseException class of its own (or GeneratorExit) at
+    import, in register_tools or in provide_resources crashed the host; each is
+    reported with its stage and skipped (an exception that cannot even be printed
+    included), and the other packs load and work."""
+    tag = base_packs
+    packs = PackManager()
+    packs.discover(include=[f"{tag}_{n}" for n in BASE_PACKS], environ={})
+    toolset = packs.build()
+    session = toolset.session(workspace=tmp_path)
+    stages = {
+        name.removeprefix(f"{tag}_"): (info.status, info.error.stage if info.error else None)
+        for name, info in packs.packs.items()
+        if name.startswith(tag)
+    }
+    assert stages == {
+        "import": ("failed", "import"),
+        "genexit": ("failed", "import"),
+        "hook": ("failed", "register_tools"),
+        "resources": ("failed", "provide_resources"),
+        "fine": ("loaded", None),
+    }
+    errors = {n: str(i.error) for n, i in packs.packs.items() if i.error is not None}
+    assert f"(from twbase-{tag} 2.0)" in errors[f"{tag}_import"]
+    assert "VendorAbort: vendor abort at import" in errors[f"{tag}_import"]
+    assert "GeneratorExit: generator exit at import" in errors[f"{tag}_genexit"]
+    assert "Unprintable (its message could not be read)" in errors[f"{tag}_resources"]
+    assert toolset.names == ["still_here", "fine_tool"]
+    assert (await session.call("still_here", {})).text == "still here"
+    assert (await session.call("fine_tool", {})).text == "fine"
+    for stage in ("import", "hook"):
+        with pytest.raises(PackLoadError) as info:
+            PackManager(strict=True).discover(include=[f"{tag}_{stage}"], environ={})
+        assert type(info.value.cause).__name__ == "VendorAbort"

@@ -324,6 +324,56 @@ async def test_a_failing_hook_is_skipped_when_not_fail_closed(tmp_path: Any) -> 
     assert result.text == "a"
 
 
+class Abort(BaseException):
+    """A BaseException class of a hook's own."""
+
+
+class Aborting(CallHook):
+    """Raises its own BaseException (or GeneratorExit) in every step."""
+
+    def __init__(self, fail_closed: bool, raised: type[BaseException]) -> None:
+        self.fail_closed = fail_closed
+        self.name = "aborting-check"
+        self.raised = raised
+
+    def before(self, call: HookCall) -> None:
+        raise self.raised("hook abort")
+
+    def after(self, call: HookCall, result: CallResult) -> None:
+        raise self.raised("hook abort after")
+
+
+class AbortingAsync(Aborting):
+    """:class:`Aborting` whose steps are async and raise after a suspension."""
+
+    async def before(self, call: HookCall) -> None:  # type: ignore[override]
+        await anyio.lowlevel.checkpoint()
+        raise self.raised("hook abort")
+
+    async def after(self, call: HookCall, result: CallResult) -> None:  # type: ignore[override]
+        await anyio.lowlevel.checkpoint()
+        raise self.raised("hook abort after")
+
+
+@pytest.mark.parametrize("raised", [Abort, GeneratorExit])
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+async def test_a_hook_raising_a_base_exception_is_isolated_like_any_failure(
+    tmp_path: Any, raised: type[BaseException], is_async: bool
+) -> None:
+    """A hook (a pack's before_call, say) raising a BaseException of its own or a
+    GeneratorExit escaped session.call; it is isolated like any hook failure:
+    fail-closed, the call is refused; otherwise the hook is skipped."""
+    kind = AbortingAsync if is_async else Aborting
+    closed = _toolset().session(workspace=tmp_path, hooks=[kind(True, raised)])
+    refused = await closed.call("echo", {"text": "a"})
+    assert refused.error is not None
+    assert refused.error.kind is ErrorKind.PERMISSION_DENIED
+    lenient = _toolset().session(workspace=tmp_path, hooks=[kind(False, raised)])
+    result = await lenient.call("echo", {"text": "a"})
+    assert result.error is None
+    assert result.text == "a"
+
+
 async def test_hooks_apply_only_where_they_say(tmp_path: Any) -> None:
     """applies_to is asked once per entry; a hook that does not apply is not run."""
     asked: list[str] = []

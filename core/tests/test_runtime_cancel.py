@@ -433,3 +433,57 @@ async def test_stream_holding_a_task_group_across_its_yields() -> None:
     assert last.error is not None
     assert last.error.kind == ErrorKind.CANCELLED
     assert session.running == []
+
+
+class Relay(Tool[Seconds, str]):
+    """Calls ``sleeper`` through its context, then keeps waiting itself."""
+
+    id = "relay"
+
+    async def run(self, ctx: Context, args: Seconds) -> str:
+        """Relay, then wait: a cancellation the inner call swallowed would leave this
+        running until the stop is repeated."""
+        inner = await ctx.call("sleeper", {"seconds": args.seconds})
+        await anyio.sleep(args.seconds)
+        return f"relayed {inner.text}"
+
+
+async def test_cancelling_a_call_stops_the_inner_call_it_waits_on_at_once() -> None:
+    """Cancelling a call by id throws the loop's cancellation into what it awaits: here
+    an inner call. That cancellation passes through the inner call (it is not a tool's
+    own CancelledError, which would be the inner call's failure), so the outer call ends
+    as cancelled at once instead of when the stop is repeated seconds later."""
+    session = session_of(Relay, Sleeper)
+    stamps: list[float] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(cancel_after, session, "r1", 0.05, stamps)
+        result = await session.call("relay", {"seconds": 30}, "r1")
+    took = time.monotonic() - stamps[0]
+    assert result.error is not None
+    assert result.error.kind == ErrorKind.CANCELLED
+    assert took < 3.0  # the stop is repeated every 5 s (REPEAT)
+    timed = await session_of(Relay, Sleeper, default_timeout=0.2).call("relay", {"seconds": 30})
+    assert timed.error is not None
+    assert timed.error.kind == ErrorKind.TIMEOUT
+
+
+async def test_a_tools_own_cancelled_error_is_its_failure_not_a_cancellation() -> None:
+    """A CancelledError the tool raises while nothing cancels its call (it awaited
+    something another task cancelled) is the call's failure; the session goes on."""
+
+    class Cancels(Tool[Seconds, str]):
+        id = "cancels"
+
+        async def run(self, ctx: Context, args: Seconds) -> str:
+            loop = asyncio.get_running_loop()
+            other: asyncio.Future[None] = loop.create_future()
+            loop.call_soon(other.cancel)
+            await other
+            return "not reached"
+
+    session = session_of(Cancels, Sleeper)
+    result = await session.call("cancels", {})
+    assert result.error is not None
+    assert result.error.kind == ErrorKind.EXECUTION_ERROR
+    assert "CancelledError" in result.text
+    assert (await session.call("sleeper", {"seconds": 0})).text == "woke"

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import anyio
 import anyio.lowlevel
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from toolweave import (
     Context,
     MemoryStateStore,
@@ -321,14 +321,20 @@ def test_store_file_layout(tmp_path: Path) -> None:
 async def test_stored_state_that_no_longer_fits_starts_from_defaults(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Stored JSON that fails the model's validation is logged and replaced by defaults."""
+    """Stored JSON that fails the model's validation is logged and replaced by defaults;
+    what was stored is kept under a backup key, written with the first save."""
     store = MemoryStateStore()
     store.save("s", {"test.tally": '{"items": "not a list"}'})
     session = toolset().session(state_store=store, session_id="s")
     with caplog.at_level(logging.WARNING, logger="toolweave"):
         assert (await session.call("add", {"n": 1})).text == "1"
     assert "does not fit Tally" in caplog.text
-    assert store.load("s") == {"test.tally": StoredState('{"items":[1],"reads":0}', 2)}
+    now = store.load("s")
+    assert now.pop("test.tally") == StoredState('{"items":[1],"reads":0}', 2)
+    ((backup, kept),) = now.items()
+    assert backup.startswith("test.tally.unreadable-")
+    assert kept == StoredState('{"items": "not a list"}', 1)
+    assert repr(backup) in caplog.text
 
 
 async def test_unopenable_store_keeps_state_in_memory(
@@ -602,6 +608,150 @@ def test_save_is_a_compare_and_set_over_all_its_keys(store: StateStore) -> None:
         "b": StoredState("again", 3),
     }
     assert store.save("s", {"a": "unconditional"}) == {"a": 3}
+
+
+# -- what another version of a model stored ---------------------------------------------
+
+
+class Todo(BaseModel):
+    """A todo item (the version of the model this process has)."""
+
+    text: str
+    """What to do."""
+
+
+class Todos(BaseModel):
+    """A todo list; a newer version of the pack may store more than this one knows."""
+
+    state_key: ClassVar[str] = "test.todos"
+
+    items: list[Todo] = []
+    """The items, in order."""
+
+
+class StrictTodos(BaseModel):
+    """A todo list that refuses fields it does not know."""
+
+    model_config = ConfigDict(extra="forbid")
+    state_key: ClassVar[str] = "test.todos"
+
+    items: list[Todo] = []
+    """The items, in order."""
+
+
+class Text(BaseModel):
+    """One todo's text."""
+
+    text: str = "x"
+    """What to do."""
+
+
+def todo_tools(model: type[BaseModel]) -> Any:
+    """A set whose ``append`` adds a todo to ``model`` and whose ``look`` only reads it."""
+
+    class Append(Tool[Text, str]):
+        id = "append"
+        state = model
+
+        async def run(self, ctx: Context, args: Text) -> str:
+            todos: Any = ctx.state(model)
+            todos.items.append(Todo(text=args.text))
+            return str(len(todos.items))
+
+    class Look(Tool[Text, str]):
+        id = "look"
+        state = model
+
+        async def run(self, ctx: Context, args: Text) -> str:
+            todos: Any = ctx.state(model)
+            return str(len(todos.items))
+
+    builder = ToolSetBuilder()
+    builder.add_all([Append, Look])
+    return builder.build()
+
+
+async def test_fields_a_newer_model_added_are_kept_by_every_save(store: StateStore) -> None:
+    """Top-level fields the model does not know (a newer version of the pack stored them)
+    were dropped by the next save; every save now writes them back, and nothing is
+    backed up."""
+    newer = {"items": [{"text": "pay rent"}], "done": ["call mom"], "owner": {"name": "ann"}}
+    store.save("s", {"test.todos": json.dumps(newer)})
+    ts = todo_tools(Todos)
+    session = ts.session(state_store=store, session_id="s")
+    assert (await session.call("append", {"text": "buy milk"})).text == "2"
+    assert (await session.call("append", {"text": "walk"})).text == "3"
+    again = ts.session(state_store=store, session_id="s")
+    assert (await again.call("append", {"text": "read"})).text == "4"
+    now = store.load("s")
+    assert list(now) == ["test.todos"]
+    assert json.loads(now["test.todos"].value) == {
+        "items": [{"text": t} for t in ("pay rent", "buy milk", "walk", "read")],
+        "done": ["call mom"],
+        "owner": {"name": "ann"},
+    }
+    assert now["test.todos"].version == 4
+
+
+@pytest.mark.parametrize(
+    ("model", "stored_value", "why"),
+    [
+        (Todos, {"items": [["pay rent", 1]]}, "unreadable"),
+        (StrictTodos, {"items": [{"text": "pay rent"}], "done": ["call mom"]}, "unreadable"),
+        (Todos, {"items": [{"text": "pay rent", "priority": 1}]}, "unknown-fields"),
+    ],
+    ids=["does-not-validate", "extra-fields-forbidden", "unknown-fields-inside"],
+)
+async def test_a_value_the_model_cannot_read_back_is_kept_under_a_backup_key(
+    store: StateStore,
+    caplog: pytest.LogCaptureFixture,
+    model: type[BaseModel],
+    stored_value: dict[str, Any],
+    why: str,
+) -> None:
+    """A stored value the model cannot read (or read whole: fields it does not know
+    inside its items, which a save could not put back) was silently overwritten by the
+    next save. The session starts from what it can read, and the first save that
+    replaces the value copies it, exactly as stored, to ``<key>.<why>-<UTC time>`` in
+    the same transaction; a warning names that key. Reading alone writes nothing."""
+    text = json.dumps(stored_value)
+    store.save("s", {"test.todos": text})
+    ts = todo_tools(model)
+    session = ts.session(state_store=store, session_id="s")
+    with caplog.at_level(logging.WARNING, logger="toolweave"):
+        first = (await session.call("look", {})).text
+        assert store.load("s") == {"test.todos": StoredState(text, 1)}
+        await session.call("append", {"text": "buy milk"})
+    assert first == ("1" if why == "unknown-fields" else "0")
+    now = store.load("s")
+    saved = now.pop("test.todos")
+    ((backup, kept),) = now.items()
+    assert backup.startswith(f"test.todos.{why}-")
+    assert kept == StoredState(text, 1)
+    assert json.loads(saved.value)["items"][-1] == {"text": "buy milk"}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2
+    assert all(repr(backup) in w for w in warnings)
+    await session.call("append", {"text": "walk"})
+    assert len(store.load("s")) == 2  # one backup, written once
+
+
+async def test_a_backup_is_written_with_the_save_or_not_at_all() -> None:
+    """The backup and the save that replaces the value are one compare-and-set: when
+    another writer saved the key meanwhile, neither is stored, and the session goes on
+    from the other writer's (readable) value with no backup to make."""
+    store = MemoryStateStore()
+    store.save("s", {"test.todos": '{"items": "a newer shape"}'})
+    ts = todo_tools(Todos)
+    session = ts.session(state_store=store, session_id="s")
+    session.state.get(Todos).items.append(Todo(text="mine"))  # read: the defaults
+    other = '{"items":[{"text":"from another writer"}]}'
+    store.save("s", {"test.todos": other})
+    conflict = await session.state.persist_all()
+    assert isinstance(conflict, StateConflict)
+    assert store.load("s") == {"test.todos": StoredState(other, 2)}
+    assert (await session.call("append", {"text": "again"})).text == "2"
+    assert list(store.load("s")) == ["test.todos"]
 
 
 async def test_a_call_starts_from_what_another_session_saved() -> None:

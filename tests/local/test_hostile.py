@@ -186,6 +186,50 @@ def test_any_exception_a_file_raises_at_import_is_an_alert(folder: Path, raised:
     assert set(plugins.tools) == {"greet", "wave"}
 
 
+UNPRINTABLE = """
+class ConfigMissing(Exception):
+    def __init__(self, key):
+        self.key = key
+
+    def __str__(self):
+        return "missing " + self.key  # the key is an int: str() raises TypeError
+
+raise ConfigMissing(42)
+"""
+
+
+async def test_an_exception_that_cannot_be_printed_is_an_alert_loading_and_watching(
+    folder: Path,
+) -> None:
+    """A file raising an exception whose ``__str__`` fails made load() raise (and the
+    watcher give up on the folder): the files after it never loaded. It is an alert
+    naming the exception's type, and the other files load, at start and while
+    watching."""
+    write(folder / "a_bad.py", UNPRINTABLE)
+    write(folder / "b_good.py", OPEN)
+    session = ToolSetBuilder().build().session()
+    plugins = PluginFolders([folder])
+    plugins.attach(session)
+    alerts = plugins.load()
+    assert [(a.file.name, a.line) for a in alerts] == [("a_bad.py", 8)], alerts
+    assert (
+        alerts[0].message == "error while importing: ConfigMissing (its message could not be read)"
+    )
+    assert set(listed(session)) == {"greet"}
+    plugins.close()
+
+    watched = ToolSetBuilder().build().session()
+    follower = PluginFolders([folder], import_timeout=10)
+    follower.attach(watched)
+    async with follower.watching():
+        await until(lambda: follower.watch_ready, "the watcher started")
+        await until(lambda: "greet" in listed(watched), "the good file loaded")
+        write(folder / "c_later.py", OPEN.replace("greet", "wave"))
+        await until(lambda: "wave" in listed(watched), "a later file loaded")
+    assert [a.file.name for a in follower.alerts] == ["a_bad.py"]
+    follower.close()
+
+
 async def test_a_file_whose_tool_breaks_keeps_its_last_good_version(folder: Path) -> None:
     """A changed file that imports but whose tool is no longer valid is stale: the last
     good version is still served and the center does not disable it."""

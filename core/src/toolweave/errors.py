@@ -29,6 +29,7 @@ into a :class:`ToolError` with one of the :class:`ErrorKind` values.
 from __future__ import annotations
 
 import enum
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -48,6 +49,8 @@ __all__ = [
     "ToolweaveError",
     "UnsupportedSchemaError",
     "UsageError",
+    "describe_exception",
+    "exception_text",
     "preview",
 ]
 
@@ -83,6 +86,75 @@ def preview(value: object, limit: int = PREVIEW_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text)} characters)"
+
+
+def exception_text(exc: BaseException) -> str | None:
+    """``str(exc)``, or ``None`` when the exception's message cannot be read.
+
+    An exception is foreign code: its ``__str__`` may raise (an attribute its
+    ``__init__`` never set, a ``TypeError`` of its own formatting) or return something
+    that is not text. Whoever reports a tool's, a pack's or a plugin file's exception
+    formats it through this, so a broken message never turns a reported failure into
+    a crash. ``KeyboardInterrupt`` raised by ``__str__`` still propagates.
+
+    Example:
+        >>> exception_text(ValueError("bad value"))
+        'bad value'
+    """
+    try:
+        text = str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return None
+    return text if type(text) is str else None
+
+
+def describe_exception(exc: BaseException, *, empty: str = "") -> str:
+    """``"TypeName: message"`` for a message about ``exc``; never raises.
+
+    Args:
+        exc: The exception.
+        empty: What stands for an empty message (``""``: the type name alone).
+
+    Returns:
+        ``"ValueError: bad value"``; ``"ValueError"`` (or ``"ValueError: <empty>"``)
+        when its message is empty; ``"BadError (its message could not be read)"``
+        when its ``__str__`` fails (see :func:`exception_text`).
+
+    Example:
+        >>> describe_exception(KeyError())
+        'KeyError'
+    """
+    name = type(exc).__name__
+    text = exception_text(exc)
+    if text is None:
+        return f"{name} (its message could not be read)"
+    text = text or empty
+    return f"{name}: {text}" if text else name
+
+
+_SAFE_REPR = reprlib.Repr()
+_SAFE_REPR.maxlevel = 6
+_SAFE_REPR.maxstring = 200
+_SAFE_REPR.maxother = 200
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` for a message; never raises. A value too deep (or too odd) for
+    ``repr`` is shown bounded, in depth and length, or by its type."""
+    try:
+        return repr(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        pass
+    try:
+        return _SAFE_REPR.repr(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return f"<{type(value).__name__}>"
 
 
 class ErrorKind(enum.StrEnum):
@@ -255,9 +327,9 @@ class ConfigIssue:
         who = f"{self.tool_id}: " if self.tool_id else ""
         parts = []
         if self.expected is not None:
-            parts.append(f"expected {self.expected!r}")
+            parts.append(f"expected {_shown(self.expected)}")
         if self.actual is not None:
-            parts.append(f"got {self.actual!r}")
+            parts.append(f"got {_shown(self.actual)}")
         extra = f" ({', '.join(parts)})" if parts else ""
         return f"[{self.tag}] {who}{self.message}{where}{extra}"
 
@@ -292,7 +364,7 @@ class PackLoadError(ToolweaveError):
         self.stage = stage
         origin = f" (from {dist})" if dist else ""
         super().__init__(
-            f"pack {pack!r}{origin} failed during {stage}: {type(cause).__name__}: {cause}"
+            f"pack {pack!r}{origin} failed during {stage}: {describe_exception(cause)}"
         )
 
 

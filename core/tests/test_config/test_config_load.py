@@ -258,3 +258,73 @@ def test_malformed_reminder_requirement_is_a_dependency_issue(builder):
         builder.build({"tools": ["exit_plan"]})
     [issue] = info.value.issues
     assert (issue.tag, issue.tool_id) == ("dependency", "todo_nag")
+
+
+# -- data no configuration file can hold --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "shown"),
+    [
+        ({1: 2}, "got 1"),
+        ({"tools": ["exit_plan"], None: 1}, "got None"),
+        ({(1, 2): 1, "mode": "write_only"}, "got (1, 2)"),
+    ],
+    ids=["int", "none-beside-tools", "tuple-beside-a-bad-mode"],
+)
+def test_a_key_that_is_not_a_string_is_a_config_error_naming_it(
+    builder: ToolSetBuilder, data: dict[object, object], shown: str
+) -> None:
+    """A configuration dict with a key that is not a string once made build() loop
+    forever (its problem was never dropped from the options checked again); it is a
+    ConfigError naming the key, and the other problems are still found."""
+    with pytest.raises(ConfigError) as info:
+        builder.build(data)  # type: ignore[arg-type]
+    keys = [i for i in info.value.issues if "keys are names" in i.message]
+    assert len(keys) == 1
+    assert keys[0].tag == "invalid_config"
+    assert shown in keys[0].message
+    others = [i for i in info.value.issues if i not in keys]
+    assert [i.path for i in others] == (["mode"] if "mode" in data else [])
+
+
+def _nested(depth: int, leaf: object) -> object:
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"tools": [{"id": "read_file", "params": {"max_lines": "DEEP"}}]},
+        {"tools": [{"id": "bash", "params": {"x": "DEEP"}}]},
+        {"tools": [{"id": "bash", "kind": "DEEP"}]},
+        {"mode": "DEEP"},
+        {"tools": ["DEEP"]},
+        {"surplus": "DEEP"},
+    ],
+    ids=["params-value", "unknown-param", "kind", "mode", "tool-entry", "unknown-key"],
+)
+def test_values_nested_100000_deep_are_config_errors(
+    builder: ToolSetBuilder, config: dict[str, object]
+) -> None:
+    """A value nested 100,000 lists deep (pydantic, Python's repr and enum lookups all
+    recurse on it) is a ConfigError, never a RecursionError; its message shows the
+    value bounded."""
+    deep = _nested(100_000, 1)
+
+    def put(value: object) -> object:
+        if value == "DEEP":
+            return deep
+        if isinstance(value, dict):
+            return {k: put(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [put(v) for v in value]
+        return value
+
+    with pytest.raises(ConfigError) as info:
+        builder.build(put(config))  # type: ignore[arg-type]
+    assert info.value.issues
+    assert len(str(info.value)) < 2_000

@@ -251,7 +251,9 @@ def apply_reminders(reminders: Sequence[Reminder], ctx: Context, call: CallInfo,
     for rem in reminders:
         try:
             got = rem.collect(ctx, call)
-        except Exception:
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # a reminder's own BaseException, GeneratorExit, ...
             logger.warning("reminder %r raised; skipped", rem.id, exc_info=True)
             continue
         if got is None:

@@ -28,6 +28,7 @@ from toolweave.catalog._config import (
     _config_issues,
     _parse_config,
     did_you_mean,
+    unreadable_issue,
 )
 from toolweave.catalog._erasure import read_only_as
 from toolweave.catalog._expr import (
@@ -276,6 +277,9 @@ class _Planner:
                     _config_issues(exc, path, tool_id=tool_id, model=ToolConfig)
                 )
                 continue
+            except Exception as exc:  # pydantic could not even describe it
+                self.plan.issues.append(unreadable_issue(exc, path, path))
+                continue
             p = self.resolve(cfg, path, "remote")
             out.append(Candidate("remote", p.name, p.fqid, p))
         return out
@@ -364,7 +368,7 @@ class _Planner:
             p.unknown = frozenset(bad)
             try:
                 p.stand_in = model.model_validate({k: v for k, v in data.items() if k not in bad})
-            except ValidationError:
+            except Exception:
                 p.stand_in = _default_params(tool)
             for err in exc.errors(include_url=False):
                 loc = ".".join(str(part) for part in err.get("loc", ()))
@@ -376,6 +380,10 @@ class _Planner:
                     f"{where}.{loc}" if loc else where,
                     actual=None if missing else err.get("input"),
                 )
+        except Exception as exc:  # pydantic could not even describe it (nested too deeply)
+            p.unknown = frozenset(data)
+            p.stand_in = _default_params(tool)
+            self.issue(tool.fqid, unreadable_issue(exc, where).message, "invalid_params", where)
 
     def renames(self, p: _Planned, tool: ErasedTool) -> None:
         rename = p.config.rename

@@ -32,9 +32,16 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolweave.authoring._tool import Kind
-from toolweave.errors import ConfigError, ConfigIssue
+from toolweave.errors import ConfigError, ConfigIssue, describe_exception
 
-__all__ = ["Mode", "ToolConfig", "ToolSetConfig", "did_you_mean", "read_config_file"]
+__all__ = [
+    "Mode",
+    "ToolConfig",
+    "ToolSetConfig",
+    "did_you_mean",
+    "read_config_file",
+    "unreadable_issue",
+]
 
 Mode = Literal["default", "read_only"]
 """Capability filter of a set: ``read_only`` keeps only tools that change nothing."""
@@ -111,9 +118,9 @@ def _config_issues(
         choices = _choices(err, model)
         if choices is not None:  # the message would list them, and "expected" again
             actual = err.get("input")
-            message = "not one of the allowed values" + did_you_mean(
-                str(actual), [str(c) for c in choices], n=1
-            )
+            message = "not one of the allowed values"
+            if isinstance(actual, str):
+                message += did_you_mean(actual, [str(c) for c in choices], n=1)
             expected = choices
         elif err.get("type") == "string_pattern_mismatch":
             message = "does not match the pattern"  # which one: in "expected"
@@ -163,8 +170,21 @@ def _parse_config(data: Any, *, source: str = "") -> _ParsedConfig:
             tag="invalid_config",
         )
         return _ParsedConfig(ToolSetConfig(tools=[]), [issue])
-    options = {k: v for k, v in data.items() if k != "tools"}
-    issues: list[ConfigIssue] = []
+    issues: list[ConfigIssue] = [
+        ConfigIssue(
+            "",
+            f"a configuration's keys are names (strings), got {_key_shown(key)}",
+            path=source,
+            expected="string",
+            actual=key,
+            tag="invalid_config",
+        )
+        for key in data
+        if not isinstance(key, str)
+    ]
+    options = {k: v for k, v in data.items() if isinstance(k, str) and k != "tools"}
+    # Each round drops at least one option, so this ends after len(options) rounds at
+    # most (an error that names no option drops them all).
     while options:
         try:
             ToolSetConfig.model_validate(options)
@@ -172,7 +192,18 @@ def _parse_config(data: Any, *, source: str = "") -> _ParsedConfig:
         except ValidationError as exc:
             issues += _config_issues(exc, model=ToolSetConfig)
             bad = {str(e["loc"][0]) for e in exc.errors(include_url=False) if e.get("loc")}
-            options = {k: v for k, v in options.items() if k not in bad} if bad else {}
+        except Exception:  # pydantic could not even describe it (nested too deeply)
+            bad = set()
+            for key, value in options.items():
+                try:
+                    ToolSetConfig.model_validate({key: value})
+                except ValidationError:
+                    pass  # reported by the next round
+                except Exception as exc:
+                    issues.append(unreadable_issue(exc, key))
+                    bad.add(key)
+        kept = {k: v for k, v in options.items() if k not in bad}
+        options = kept if len(kept) < len(options) else {}
     raw_tools = data.get("tools")
     tools: list[ToolConfig] | None = None
     positions: list[int] = []
@@ -196,6 +227,12 @@ def _parse_config(data: Any, *, source: str = "") -> _ParsedConfig:
                 if rest is not None:  # its id, params and renames are still checked
                     tools.append(rest)
                     positions.append(i)
+            except Exception as exc:  # pydantic could not even describe it
+                raw_id = entry.get("id") if isinstance(entry, Mapping) else None
+                tool_id = raw_id if isinstance(raw_id, str) and raw_id else ""
+                issues.append(unreadable_issue(exc, f"tools[{i}]", tool_id or f"tools[{i}]"))
+                if tool_id:
+                    left_out.append(tool_id)
     elif raw_tools is not None:
         tools = []
         issues.append(
@@ -212,6 +249,25 @@ def _parse_config(data: Any, *, source: str = "") -> _ParsedConfig:
     return _ParsedConfig(config, issues, tuple(positions), tuple(left_out))
 
 
+def unreadable_issue(exc: Exception, path: str, tool_id: str = "") -> ConfigIssue:
+    """The issue of a configuration value that could not even be validated: nested too
+    deeply for the interpreter (a ``RecursionError``), or raising when read."""
+    if isinstance(exc, RecursionError):
+        reason = "it is nested too deeply"
+    else:
+        reason = describe_exception(exc)
+    return ConfigIssue(tool_id, f"cannot be read: {reason}", path=path, tag="invalid_config")
+
+
+def _key_shown(key: Any) -> str:
+    """A configuration key that is not a string, as a message shows it (never raises)."""
+    try:
+        shown = repr(key)
+    except Exception:
+        return f"a {type(key).__name__}"
+    return shown if len(shown) <= 60 else f"a {type(key).__name__}"
+
+
 def _valid_rest(entry: Any, exc: ValidationError) -> ToolConfig | None:
     """The entry without the fields ``exc`` found invalid (a bad ``kind`` or ``name``
     then hides none of the entry's other problems: its id, params and renames are still
@@ -223,7 +279,7 @@ def _valid_rest(entry: Any, exc: ValidationError) -> ToolConfig | None:
         return None
     try:
         return ToolConfig.model_validate({k: v for k, v in entry.items() if k not in bad})
-    except ValidationError:
+    except Exception:
         return None
 
 

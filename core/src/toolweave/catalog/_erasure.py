@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import re
 import reprlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from functools import partial
-from typing import Any, final
+from typing import Any, NoReturn, final
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -41,10 +42,17 @@ from toolweave.catalog._arguments import (
     plain_names,
     signature_of,
 )
-from toolweave.errors import ErrorKind, ToolError
+from toolweave.errors import (
+    ErrorKind,
+    ToolError,
+    UnsupportedSchemaError,
+    describe_exception,
+    exception_text,
+)
 
 __all__ = [
     "ErasedTool",
+    "RaisedInThread",
     "erase",
     "format_validation_error",
     "invalid_arguments",
@@ -55,6 +63,8 @@ __all__ = [
     "validation_problems",
 ]
 
+
+logger = logging.getLogger("toolweave")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -161,11 +171,19 @@ class ErasedTool:
             (``None`` when none: no state, or ``state_access = "shared"``).
         strict_arguments: Whether arguments are validated without lax coercion of
             scalars (see :func:`strict_arguments_as`).
+
+    A tool whose arguments have no JSON Schema or validator (an annotation pydantic
+    cannot describe) is found where they are first made, lazily as ever: its listed
+    schema then raises :class:`~toolweave.errors.UnsupportedSchemaError` (listings
+    leave it out and report it, see :meth:`ToolSet.listed
+    <toolweave.ToolSet.listed>`) and its calls answer ``unavailable``; a warning names
+    the tool, where it was registered from and why, once.
     """
 
     __slots__ = (
         "_args_model",
         "_args_of",
+        "_broken",
         "_listed",
         "_schema",
         "_signature",
@@ -248,6 +266,7 @@ class ErasedTool:
         self._args_of = args_of
         self._schema = schema
         self._listed: Mapping[str, Any] | None = None
+        self._broken: str | None = None
         # Found now, from the annotations alone: tools that declare the same parameters
         # share one Signature, whose schema is assembled once, on the first listing of
         # one of them; a tool registered after that gets its copy now.
@@ -315,18 +334,26 @@ class ErasedTool:
         Plain containers: listings use :attr:`listed_schema`, which is read-only.
         """
         if self._schema is None:
-            plain = None if self._args_of is None else _plain_parameters(self._args_of)
-            if plain is not None:
-                self._schema = json_schema(*plain)
-            if self._schema is None:
-                model = self.args_model
-                assert model is not None
-                if self._args_of is None:  # a declared Args model: its schema is shared
-                    self._schema = editable(listed_model_schema(model))
-                else:
-                    schema = model_arguments(model, strict=False)[0]
-                    self._schema = ArgumentsJsonSchema().generate(schema)
+            if self._broken is not None:
+                raise self._schema_error()
+            try:
+                self._schema = self._make_schema()
+            except Exception as exc:
+                raise self._unusable(exc) from exc
         return self._schema
+
+    def _make_schema(self) -> dict[str, Any]:
+        plain = None if self._args_of is None else _plain_parameters(self._args_of)
+        schema = None if plain is None else json_schema(*plain)
+        if schema is None:
+            model = self.args_model
+            assert model is not None
+            if self._args_of is None:  # a declared Args model: its schema is shared
+                schema = editable(listed_model_schema(model))
+            else:
+                core = model_arguments(model, strict=False)[0]
+                schema = ArgumentsJsonSchema().generate(core)
+        return schema
 
     @property
     def listed_schema(self) -> Mapping[str, Any]:
@@ -338,9 +365,16 @@ class ErasedTool:
         copy of :attr:`input_schema`."""
         listed = self._listed
         if listed is None:
-            signature = self._signature
-            if signature is None or (listed := signature.schema(self._title)) is None:
-                listed = self._unshared_schema()
+            if self._broken is not None:
+                raise self._schema_error()
+            try:
+                signature = self._signature
+                if signature is None or (listed := signature.schema(self._title)) is None:
+                    listed = self._unshared_schema()
+            except UnsupportedSchemaError:
+                raise
+            except Exception as exc:
+                raise self._unusable(exc) from exc
             self._listed = listed
         return listed
 
@@ -388,13 +422,50 @@ class ErasedTool:
 
     def _capture(self) -> None:
         strict = self.strict_arguments
-        if self._args_of is not None:
-            self._validate_json, self._validate_python = _function_validators(self._args_of, strict)
+        try:
+            if self._args_of is not None:
+                self._validate_json, self._validate_python = _function_validators(
+                    self._args_of, strict
+                )
+                return
+            assert self.args_model is not None
+            validator = model_arguments(self.args_model, strict=strict)[1]
+        except Exception as exc:  # no validator can be made: the tool is unusable
+            self._unusable(exc)
             return
-        assert self.args_model is not None
-        validator = model_arguments(self.args_model, strict=strict)[1]
         self._validate_json = validator.validate_json
         self._validate_python = validator.validate_python
+
+    # -- a tool whose arguments cannot be described ----------------------------------
+
+    def _unusable(self, exc: Exception) -> UnsupportedSchemaError:
+        """Mark the tool unusable because making its schema or validator raised ``exc``
+        (logged once); its calls answer ``unavailable`` from now on. Returns the error
+        its schema raises."""
+        if self._broken is None:
+            self._broken = describe_exception(exc).splitlines()[0]  # pydantic adds pages
+            self._validate_json = self._validate_python = self._refuse
+            logger.warning(
+                "tool %s (%s, from %s) is left out of listings and its calls answer "
+                "unavailable: its arguments cannot be described as a JSON Schema: %s",
+                self.id,
+                self.fqid,
+                self.origin,
+                self._broken,
+            )
+        return self._schema_error()
+
+    def _schema_error(self) -> UnsupportedSchemaError:
+        return UnsupportedSchemaError(
+            self.id, "JSON Schema", "", f"its arguments cannot be described: {self._broken}"
+        )
+
+    def _refuse(self, raw: Any) -> NoReturn:
+        raise ToolError(
+            ErrorKind.UNAVAILABLE,
+            f"{self.id} cannot be used: its arguments cannot be described (a bug in the "
+            "tool, reported to the host); use another tool",
+        )
 
     def _bootstrap_json(self, raw: Any) -> Any:
         self._capture()
@@ -451,6 +522,33 @@ def _function_validators(
     return from_json, from_python
 
 
+class RaisedInThread(Exception):
+    """A ``GeneratorExit`` that a blocking tool raised in its worker thread, carried
+    back to the event loop as an ordinary exception.
+
+    asyncio throws a worker's exception into the task that awaits it, and a thrown
+    ``GeneratorExit`` closes every coroutine on that task's await chain, the host's
+    included, before anyone could catch it. The dispatcher reports :attr:`raised` as
+    the tool's failure.
+
+    Attributes:
+        raised: What the tool raised.
+    """
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(type(raised).__name__)
+        self.raised = raised
+
+
+def _carried(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` on a worker thread, with a ``GeneratorExit`` carried back as
+    :class:`RaisedInThread`."""
+    try:
+        return fn(*args)
+    except GeneratorExit as exc:
+        raise RaisedInThread(exc) from None
+
+
 def _invoke_function(
     tool_cls: type[FunctionTool[..., Any]],
 ) -> tuple[Callable[[Any, Any], Any], bool]:
@@ -467,7 +565,7 @@ def _invoke_function(
 
     async def in_thread(ctx: Any, args: Any) -> Any:
         call = partial(fn, ctx, **args) if takes_ctx else partial(fn, **args)
-        return await run_in_worker(call)
+        return await run_in_worker(_carried, call)
 
     return in_thread, True
 
@@ -480,7 +578,7 @@ def _invoke_method(tool: Tool[Any, Any]) -> tuple[Callable[[Any, Any], Any], boo
         return run, False
 
     async def in_thread(ctx: Any, args: Any) -> Any:
-        return await run_in_worker(run, ctx, args)
+        return await run_in_worker(_carried, run, ctx, args)
 
     return in_thread, True
 
@@ -676,9 +774,8 @@ def _preview(value: Any, limit: int = 80) -> str:
 
 
 def _exception_text(exc: BaseException, limit: int = 200) -> str:
-    try:
-        text = str(exc)
-    except Exception:
+    text = exception_text(exc)
+    if text is None:
         return "no details"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

@@ -26,7 +26,9 @@ class SkippedEntry:
         name: Its client-visible name.
         tool_id: Its fully qualified id (empty when it could not be resolved).
         reason: A stable tag: ``id_conflict``, ``name_conflict``, ``mode``,
-            ``dependency``, ``conflict`` or ``removed``.
+            ``dependency``, ``conflict`` or ``removed``; or ``schema``: the tool is in
+            the set, but its argument schema cannot be made, so listings leave it out
+            and its calls answer ``unavailable`` (found on its first listing).
         message: The same in words.
         winner: For conflicts: the layer that kept the id or name.
     """

@@ -19,8 +19,8 @@ from toolweave.catalog._erasure import (
     unreadable_arguments,
     validation_problems,
 )
-from toolweave.catalog._merge import BuildReport
-from toolweave.errors import ErrorKind, ToolError, UsageError
+from toolweave.catalog._merge import BuildReport, SkippedEntry
+from toolweave.errors import ErrorKind, ToolError, UnsupportedSchemaError, UsageError
 
 if TYPE_CHECKING:
     from toolweave.catalog._expr import SetView
@@ -298,7 +298,8 @@ class ToolSet:
         entries: The configured tools in listing order (built-in tools in configured
             order, then external tools given at build time, sorted by client name).
         config: The configuration the set was built from (set-level options included).
-        report: What the build left out and why.
+        report: What the build left out and why (and the tools listings leave out
+            because their schema cannot be made, added when first listed).
         options: The set-level options as a mapping (``mode``, ``reminders``, ...).
     """
 
@@ -517,10 +518,48 @@ class ToolSet:
         if cached is None:
             from toolweave.formats import render  # formats load on the first listing
 
-            # An entry's definition is made at most once (_definition caches it).
-            cached = render([e._definition or e.definition for e in self.entries], format)
+            cached = render(self.listed(self.entries), format)
             self._rendered[format] = cached
         return list(cached)
+
+    def listed(self, entries: Sequence[ToolEntry]) -> list[ToolDefinition]:
+        """The definitions of ``entries`` for a listing, in order.
+
+        An entry's schema is made on its first listing (and its definition cached). A
+        tool whose schema cannot be made (an argument type pydantic cannot describe) is
+        left out, so one broken tool never takes the listing down: it is added to
+        :attr:`report` (reason ``schema``) when it is one of this set's, and a warning
+        names it, where it came from and why (see :class:`~toolweave.catalog._erasure.
+        ErasedTool`); calling it answers ``unavailable``.
+        """
+        try:
+            # An entry's definition is made at most once (_definition caches it).
+            return [e._definition or e.definition for e in entries]
+        except UnsupportedSchemaError:
+            pass
+        out: list[ToolDefinition] = []
+        for entry in entries:
+            try:
+                out.append(entry._definition or entry.definition)
+            except UnsupportedSchemaError as exc:
+                self._unlisted(entry, exc)
+        return out
+
+    def _unlisted(self, entry: ToolEntry, exc: UnsupportedSchemaError) -> None:
+        """Report an entry of this set that listings leave out (once)."""
+        if entry.name not in self._by_name:
+            return  # a session's external tool: the warning says it
+        if any(s.name == entry.name and s.reason == "schema" for s in self.report.skipped):
+            return
+        skipped = SkippedEntry(
+            "baseline",
+            entry.name,
+            entry.tool.fqid,
+            "schema",
+            f"left out of the listing, its calls answer unavailable: {exc.reason} "
+            f"(registered by {entry.tool.origin})",
+        )
+        object.__setattr__(self, "report", BuildReport((*self.report.skipped, skipped)))
 
     def definitions_json(self, format: str = "openai") -> bytes:
         """:meth:`definitions` in ``format`` serialised for a request body: compact

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
 
 from toolweave.center import CenterError, ToolRecord, source_of
-from toolweave.errors import UsageError
+from toolweave.errors import UsageError, describe_exception, exception_text
 from toolweave.local._base import BaseLocalTool, erase_local
 from toolweave.local._feed import publish_alerts
 from toolweave.local._marks import collecting, spec_of
@@ -236,11 +236,14 @@ def _line_of(exc: BaseException, path: Path) -> int | None:
 
 
 def _describe(exc: BaseException) -> str:
+    """What an alert says of the exception a file raised at import (its message read
+    safely: a file's exception may fail to print, see
+    :func:`~toolweave.errors.describe_exception`)."""
     if isinstance(exc, SyntaxError):
         return f"syntax error: {exc.msg}"
     if isinstance(exc, ImportError):
-        return f"import error: {type(exc).__name__}: {exc}"
-    return f"error while importing: {type(exc).__name__}: {exc}"
+        return f"import error: {describe_exception(exc)}"
+    return f"error while importing: {describe_exception(exc)}"
 
 
 @final
@@ -566,7 +569,14 @@ class PluginFolders:
         except _Failed as failed:
             loaded.failed = failed.alerts
         else:
-            loaded.tools, loaded.alerts = self._tools_of(loaded.file, found)
+            try:
+                loaded.tools, loaded.alerts = self._tools_of(loaded.file, found)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # what the file marked cannot even be inspected
+                file = loaded.file
+                problem = f"its tools cannot be read: {describe_exception(exc)}"
+                loaded.failed = [PluginAlert(file.path, None, problem, file.source)]
         loaded.done = True
 
     def _settle(self, loaded: _Loaded) -> None:
@@ -647,8 +657,11 @@ class PluginFolders:
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # the file's own doing
+                reason = exception_text(exc) or describe_exception(exc)
                 alerts.append(
-                    PluginAlert(file.path, line, f"{what} is not a valid tool: {exc}", file.source)
+                    PluginAlert(
+                        file.path, line, f"{what} is not a valid tool: {reason}", file.source
+                    )
                 )
                 continue
             if erased.id in names:

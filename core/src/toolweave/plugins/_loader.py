@@ -39,9 +39,11 @@ ENV_AUTOLOAD = "TOOLWEAVE_AUTOLOAD"
 
 Status = Literal["loaded", "failed", "not selected"]
 
-_PACK_FAILURES = (Exception, SystemExit)
-"""What a pack may raise without taking the host down (a pack calling ``sys.exit()``
-included); ``KeyboardInterrupt`` still stops the host."""
+# What a pack raises, at import or in a hook, fails the pack, not the host: an exception,
+# sys.exit(), GeneratorExit, a BaseException class of its own. Only KeyboardInterrupt
+# still stops the host (every ``except BaseException`` below follows an ``except
+# KeyboardInterrupt: raise``). The hooks are plain functions: no event loop's
+# cancellation can arrive inside one.
 
 
 @dataclass(init=False, repr=False)
@@ -296,7 +298,9 @@ class PackManager:
         try:
             pack = load()
             self.pm.register(pack, name=info.name)
-        except _PACK_FAILURES as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # the pack's own doing
             self._fail(info, exc, "import")
             return
         info.status = "loaded"
@@ -339,7 +343,9 @@ class PackManager:
                 builder.origin = info.origin
                 try:
                     call()
-                except _PACK_FAILURES as exc:
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # the pack's own doing
                     removed = builder.remove_origin(info.origin)
                     info.tools = [t for t in info.tools if t not in removed]
                     self._fail(info, exc, hook)
@@ -364,7 +370,9 @@ class PackManager:
         ):
             try:
                 call()
-            except _PACK_FAILURES as exc:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # the pack's own doing
                 self._fail(info, exc, "provide_resources")
 
     def setup_session(self, session: Session) -> None:
@@ -378,7 +386,9 @@ class PackManager:
             try:
                 for hook in call() or ():
                     session.add_hook(hook)
-            except _PACK_FAILURES as exc:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # the pack's own doing
                 self._fail(info, exc, "provide_call_hooks")
         self._add_call_specs(session)
 
@@ -430,7 +440,10 @@ def load_packs(
         exclude: Pack names never to load (added to ``$TOOLWEAVE_DISABLE_PACKS``).
         strict: Raise :class:`~toolweave.PackLoadError` on the first broken pack (at
             import or in ``register_tools``) and :class:`~toolweave.UsageError` for an
-            unknown name in ``include``; without it, both are reported and skipped.
+            unknown name in ``include``; without it, both are reported and skipped. A
+            tool whose argument schema cannot be made is not found at load, strict or
+            not (schemas are made on first listing): listings leave it out and report
+            it then (see :meth:`ToolSet.listed <toolweave.ToolSet.listed>`).
         autoload: ``False`` loads only packs named in ``include``.
         import_timeout: Seconds each pack's import may take before it is reported
             broken (the import runs in a thread of its own); ``None``: no limit, on

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from toolweave.errors import ErrorKind, ToolError, UsageError
+from toolweave.errors import ErrorKind, ToolError, UsageError, describe_exception
 from toolweave.results import CallResult
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def _concurrent(session: Session, calls: list[_Call]) -> bool:
 def _raised(call: _Call, exc: BaseException) -> CallResult:
     """The failure result of a call that raised out of the dispatcher."""
     logger.error("call %s raised out of the dispatcher", call.name, exc_info=exc)
-    err = ToolError(ErrorKind.EXECUTION_ERROR, f"{call.name} failed: {exc}")
+    err = ToolError(ErrorKind.EXECUTION_ERROR, f"{call.name} failed: {describe_exception(exc)}")
     return CallResult(None, err.message, err, call.call_id, None, call.name)
 
 

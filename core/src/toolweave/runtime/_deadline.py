@@ -32,7 +32,7 @@ import types
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
-__all__ = ["REPEAT", "Running", "Stopped", "drive"]
+__all__ = ["REPEAT", "Running", "Stopped", "drive", "stopping"]
 
 REPEAT = 5.0
 """Seconds between repeated cancellations of a tool that keeps running after one."""
@@ -90,6 +90,18 @@ class Stopped(Exception):
     """Raised by :func:`drive` when the call was stopped (deadline or cancel)."""
 
 
+_stops: dict[asyncio.Task[Any] | None, int] = {}
+"""The tasks in which :func:`drive` is stopping a call, with how many calls: a
+``CancelledError`` raised there is a stop's, not a tool's own (see :func:`stopping`).
+Entries are made by the first stop of a call and removed when its drive ends."""
+
+
+def stopping(task: asyncio.Task[Any] | None) -> bool:
+    """Whether a call driven in ``task`` is being stopped (its deadline passed or it
+    was cancelled by id): the ``CancelledError`` a tool raises then is the stop's."""
+    return task in _stops
+
+
 _NO_CONTEXT = contextvars.Context()
 """The context the stop timers run in: they read no context variable, and a shared
 empty one spares each call a copy of its task's context."""
@@ -119,6 +131,8 @@ class _Stop:
 
     def __call__(self) -> None:
         self.handle.cancel()
+        if not self.stopping:
+            _stops[self.task] = _stops.get(self.task, 0) + 1
         self.stopping, self.delivered = True, False
         waiting = self.waiting
         if waiting is not None and not waiting.done() and not _shielded(self.task):
@@ -184,3 +198,7 @@ def drive(
     finally:
         running.stop = None
         stop.handle.cancel()
+        if stop.stopping:
+            left = _stops.pop(task, 1) - 1
+            if left:
+                _stops[task] = left

@@ -45,7 +45,7 @@ from pydantic import ValidationError
 from toolweave.authoring._context import Context
 from toolweave.errors import ErrorKind, ToolError
 from toolweave.results import CallResult
-from toolweave.runtime._outcomes import TOOL_FAILURES, error_result
+from toolweave.runtime._outcomes import TOOL_FAILURES, error_result, steers
 
 if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolEntry
@@ -214,6 +214,10 @@ class HookPlan:
                     verdict = await verdict
             except TOOL_FAILURES as exc:
                 verdict = check_failed(hook, call.entry, exc)
+            except BaseException as exc:
+                if steers(exc):
+                    raise
+                verdict = check_failed(hook, call.entry, exc)
             if verdict is not None:
                 stop = apply_verdict(hook, call, verdict)
                 if stop is not None:
@@ -227,6 +231,11 @@ class HookPlan:
             try:
                 extra = fn(call, result)
             except TOOL_FAILURES:
+                result = _finish_failed(hook, call, result)
+                continue
+            except BaseException as exc:
+                if steers(exc):
+                    raise
                 result = _finish_failed(hook, call, result)
                 continue
             if extra:
@@ -243,6 +252,11 @@ class HookPlan:
                 if is_async:
                     extra = await extra
             except TOOL_FAILURES:
+                result = _finish_failed(hook, call, result)
+                continue
+            except BaseException as exc:
+                if steers(exc):
+                    raise
                 result = _finish_failed(hook, call, result)
                 continue
             if extra:
@@ -310,6 +324,11 @@ def compile_hooks(hooks: tuple[CallHook, ...], entry: ToolEntry) -> HookPlan | N
         try:
             applies = hook.applies_to(entry)
         except TOOL_FAILURES:
+            logger.exception("applies_to of call hook %s failed on %s", _label(hook), entry.name)
+            applies = hook.fail_closed
+        except BaseException as exc:
+            if steers(exc):
+                raise
             logger.exception("applies_to of call hook %s failed on %s", _label(hook), entry.name)
             applies = hook.fail_closed
         if applies:

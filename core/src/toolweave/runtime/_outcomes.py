@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from toolweave.catalog._erasure import format_validation_error, model_text
-from toolweave.errors import ErrorKind, MissingResourceError, ToolError
+from toolweave.catalog._erasure import RaisedInThread, format_validation_error, model_text
+from toolweave.errors import (
+    ErrorKind,
+    MissingResourceError,
+    ToolError,
+    describe_exception,
+    exception_text,
+)
 from toolweave.results import CallResult, Progress
-from toolweave.runtime._deadline import Running
+from toolweave.runtime._deadline import Running, stopping
 
 if TYPE_CHECKING:
     from toolweave.catalog._toolset import ToolEntry
@@ -23,16 +31,64 @@ __all__ = [
     "failure",
     "from_exception",
     "no_result",
+    "steers",
     "stop_error",
 ]
 
 logger = logging.getLogger("toolweave")
 
 TOOL_FAILURES: tuple[type[BaseException], ...] = (Exception, SystemExit)
-"""What a tool may raise and the call end as its failure: ``sys.exit()`` in a tool
-fails the call, not the host (as it fails a pack at load). The other ``BaseException``
-subclasses steer whoever runs the call (``KeyboardInterrupt``, cancellation, the
-``GeneratorExit`` of a close, a test framework's outcome) and pass through."""
+"""What a tool raises most often: caught first, the call ends as its failure
+(``sys.exit()`` in a tool fails the call, not the host, as it fails a pack at load).
+Every other ``BaseException`` ends the call the same way unless it :func:`steers` the
+caller."""
+
+_GENERATOR = inspect.CO_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+
+def steers(exc: BaseException) -> bool:
+    """Whether ``exc``, raised while a tool ran, belongs to whoever runs the call and
+    must pass through instead of ending the call as the tool's failure.
+
+    Those are ``KeyboardInterrupt``; the cancellation of the call itself (the event
+    loop's cancelled exception while the task is really being cancelled: its cancel
+    count is up, or a stop of a call it drives is under way; on trio, its
+    ``Cancelled``); and the ``GeneratorExit`` of the call's coroutine being closed
+    (thrown in at a suspension, so its traceback ends in a generator-based
+    ``yield``). A group passes through when any of its exceptions does. Anything else
+    a tool raises (``GeneratorExit`` or ``CancelledError`` of its own, its own
+    ``BaseException`` classes) is the tool's failure.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    if isinstance(exc, GeneratorExit):
+        tb = exc.__traceback__
+        if tb is None:
+            return True
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        return bool(tb.tb_frame.f_code.co_flags & _GENERATOR)
+    if isinstance(exc, asyncio.CancelledError):
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no asyncio loop here: not the loop's cancellation
+            return False
+        return task is None or task.cancelling() > 0 or stopping(task)
+    if isinstance(exc, BaseExceptionGroup):
+        return any(steers(inner) for inner in exc.exceptions)
+    return _cancelled_elsewhere(exc)
+
+
+def _cancelled_elsewhere(exc: BaseException) -> bool:
+    """Whether ``exc`` is the cancellation of an event loop other than asyncio's (trio's
+    ``Cancelled``, which only a cancelled scope raises)."""
+    import anyio
+
+    try:
+        cancelled = anyio.get_cancelled_exc_class()
+    except Exception:  # no event loop anyio knows
+        return False
+    return cancelled is not asyncio.CancelledError and isinstance(exc, cancelled)
 
 
 def failure(
@@ -54,17 +110,25 @@ def error_result(
 
 
 def from_exception(exc: BaseException, entry: ToolEntry, call_id: str | None) -> CallResult:
+    """The result of a call whose tool raised ``exc`` (anything but what :func:`steers`
+    the caller); the exception's message is read safely (see
+    :func:`~toolweave.errors.describe_exception`)."""
+    if isinstance(exc, RaisedInThread):
+        exc = exc.raised
     if isinstance(exc, ToolError):
         err = exc
     elif isinstance(exc, MissingResourceError):
         err = ToolError(ErrorKind.UNAVAILABLE, f"{entry.name} cannot run here: {exc}")
     elif isinstance(exc, NotImplementedError):
-        err = ToolError(ErrorKind.UNIMPLEMENTED, f"{entry.name} is not implemented: {exc}")
+        text = exception_text(exc)
+        if text is None:
+            text = "(its message could not be read)"
+        err = ToolError(ErrorKind.UNIMPLEMENTED, f"{entry.name} is not implemented: {text}")
     else:
         logger.error("tool %s raised", entry.tool.fqid, exc_info=exc)
-        text = str(exc) or "no details"
         err = ToolError(
-            ErrorKind.EXECUTION_ERROR, f"{entry.name} failed: {type(exc).__name__}: {text}"
+            ErrorKind.EXECUTION_ERROR,
+            f"{entry.name} failed: {describe_exception(exc, empty='no details')}",
         )
     return error_result(err, entry, call_id)
 

@@ -50,6 +50,7 @@ from toolweave.runtime._outcomes import (
     failure,
     from_exception,
     no_result,
+    steers,
     stop_error,
 )
 
@@ -151,6 +152,10 @@ async def run_call(
                 refusal = guard(session, entry)
             except TOOL_FAILURES as exc:
                 refusal = check_failed(guard_hook, entry, exc)
+            except BaseException as exc:
+                if steers(exc):
+                    raise
+                refusal = check_failed(guard_hook, entry, exc)
             if refusal is not None:
                 return error_result(refusal, entry, call_id)
     elif plan is not None:
@@ -165,6 +170,10 @@ async def run_call(
                     try:
                         verdict = fn(hook_call)
                     except TOOL_FAILURES as exc:
+                        verdict = check_failed(hook, entry, exc)
+                    except BaseException as exc:
+                        if steers(exc):
+                            raise
                         verdict = check_failed(hook, entry, exc)
                     if verdict is not None:
                         refused = apply_verdict(hook, hook_call, verdict)
@@ -194,6 +203,10 @@ async def run_call(
                     try:
                         verdict = fn(hook_call)
                     except TOOL_FAILURES as exc:
+                        verdict = check_failed(hook, entry, exc)
+                    except BaseException as exc:
+                        if steers(exc):
+                            raise
                         verdict = check_failed(hook, entry, exc)
                     if verdict is not None:
                         refused = apply_verdict(hook, hook_call, verdict)
@@ -254,6 +267,10 @@ async def run_call(
             else:
                 result = _result(ctx, raw)
         except TOOL_FAILURES as exc:
+            result = from_exception(exc, entry, call_id)
+        except BaseException as exc:  # a GeneratorExit, a foreign BaseException, ...
+            if steers(exc):
+                raise
             result = from_exception(exc, entry, call_id)
     # 8. post-process
     if _parent is None:
@@ -456,6 +473,10 @@ async def _run_locked(
         except Stopped:
             return error_result(stop_error(running, entry, timeout), entry, call_id)
         except TOOL_FAILURES as exc:
+            return from_exception(exc, entry, call_id)
+        except BaseException as exc:  # a GeneratorExit, a foreign BaseException, ...
+            if steers(exc):
+                raise
             return from_exception(exc, entry, call_id)
     finally:
         if taken:

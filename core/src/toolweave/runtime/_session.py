@@ -447,21 +447,19 @@ class Session:
 
             if hidden or routes:
                 entries = [
-                    routes.get(e.name, e).definition
-                    for e in self.toolset.entries
-                    if e.name not in hidden
+                    routes.get(e.name, e) for e in self.toolset.entries if e.name not in hidden
                 ]
-                cached = render(entries, format)
+                cached = render(self.toolset.listed(entries), format)
             else:
                 cached = self.toolset.definitions(format)
             if external:
                 unlisted = self._unlisted
                 extra = [
-                    self._external[n].definition
+                    self._external[n]
                     for n in self._external  # arrival order: a new tool goes last
                     if n not in unlisted and n not in hidden
                 ]
-                cached = cached + render(extra, format)
+                cached = cached + render(self.toolset.listed(extra), format)
             self._listing[(format, external)] = cached
         return list(cached)
 

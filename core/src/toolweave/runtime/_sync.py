@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, final
+
+from toolweave.errors import UsageError
 
 if TYPE_CHECKING:
     from toolweave.errors import StateConflict
@@ -35,9 +37,33 @@ class SyncSession:
         self._portal = self._cm.__enter__()
         self._closed = False
 
+    def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in the session's event loop, waited for.
+
+        Raises:
+            UsageError: The session is closed (or its event loop stopped).
+        """
+        if self._closed:
+            raise UsageError(
+                "this SyncSession is closed; open a new one (toolset.session().sync())"
+            )
+        try:
+            return self._portal.call(fn, *args)
+        except RuntimeError:
+            if getattr(self._portal, "_event_loop_thread_id", 0) is not None:
+                raise  # the portal runs: the error is the call's own
+            raise UsageError(
+                "this SyncSession's event loop has stopped (it was closed, or a "
+                "KeyboardInterrupt stopped it); open a new one (toolset.session().sync())"
+            ) from None
+
     def call(self, name: str, arguments: Any = None, call_id: str | None = None) -> CallResult:
-        """Run one call and wait for its result."""
-        result: CallResult = self._portal.call(self.session.call, name, arguments, call_id)
+        """Run one call and wait for its result.
+
+        Raises:
+            UsageError: The session is closed.
+        """
+        result: CallResult = self._run(self.session.call, name, arguments, call_id)
         return result
 
     def call_many(self, calls: Iterable[CallLike], *, limit: int | None = None) -> list[CallResult]:
@@ -46,7 +72,8 @@ class SyncSession:
         async def run() -> list[CallResult]:
             return await self.session.call_many(calls, limit=limit)
 
-        return self._portal.call(run)
+        results: list[CallResult] = self._run(run)
+        return results
 
     def run_tool_calls(
         self,
@@ -56,9 +83,10 @@ class SyncSession:
         limit: int | None = 16,  # toolweave.formats.MAX_CONCURRENT_CALLS
     ) -> list[dict[str, Any]]:
         """Run a model reply's tool calls (see :meth:`Session.run_tool_calls`) and wait."""
-        return self._portal.call(
+        messages: list[dict[str, Any]] = self._run(
             functools.partial(self.session.run_tool_calls, message, provider, limit=limit)
         )
+        return messages
 
     def stream(
         self, name: str, arguments: Any = None, call_id: str | None = None
@@ -69,11 +97,13 @@ class SyncSession:
             async with self.session.stream(name, arguments, call_id) as items:
                 return [item async for item in items]
 
-        return self._portal.call(collect)
+        items: list[Progress | CallResult] = self._run(collect)
+        return items
 
     def cancel(self, call_id: str) -> bool:
         """Cancel a running call by id (from any thread)."""
-        return self._portal.call(self.session.cancel, call_id)
+        cancelled: bool = self._run(self.session.cancel, call_id)
+        return cancelled
 
     def resume(self, call_id: str, *, approved: bool, always: bool = False) -> CallResult:
         """Answer a call held for approval and wait for its result (see
@@ -82,16 +112,18 @@ class SyncSession:
         async def run() -> CallResult:
             return await self.session.resume(call_id, approved=approved, always=always)
 
-        return self._portal.call(run)
+        result: CallResult = self._run(run)
+        return result
 
     def save_state(self) -> StateConflict | None:
         """Save state changed outside calls (see :meth:`Session.save_state`)."""
-        return self._portal.call(self.session.save_state)
+        conflict: StateConflict | None = self._run(self.session.save_state)
+        return conflict
 
     def set_resource(self, value: Any, key: type[Any] | None = None) -> None:
         """Store a resource for this session (see :meth:`Session.set_resource`), in the
         session's event loop, so that no running call sees it half set."""
-        self._portal.call(self.session.set_resource, value, key)
+        self._run(self.session.set_resource, value, key)
 
     def get_resource(self, key: type[T]) -> T | None:
         """See :meth:`Session.get_resource`."""

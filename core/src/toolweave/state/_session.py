@@ -20,19 +20,34 @@ process) write the same session id:
 * :meth:`SessionState.update` is a read-modify-write that cannot lose updates: under
   the model's lock it reloads, applies a function and saves, and on a conflict reloads
   and applies the function again.
+
+What another version of a model stored (a newer pack in another process, on the same
+session id) is never lost by a save of this one:
+
+* Top-level fields the model does not know are kept: each save writes them back
+  beside the model's own fields.
+* A stored value the model cannot read (it does not validate, or it has fields the
+  model does not know below the top level, which a save could not put back) is copied
+  to a backup key, ``<key>.unreadable-<UTC time>`` (``<key>.unknown-fields-<UTC
+  time>`` for the second case), in the same compare-and-set transaction as the first
+  save that replaces it; the session meanwhile starts from the model's defaults (or
+  from what it could read) and a warning names the backup key. A session that never
+  saves the key writes nothing, so a process that can read the value goes on seeing it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, final
 
 import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
-from toolweave.errors import UsageError
+from toolweave.errors import UsageError, describe_exception
 from toolweave.state._store import (
     MemoryStateStore,
     StateConflict,
@@ -60,6 +75,76 @@ UPDATE_ATTEMPTS = 100
 """How often :meth:`SessionState.update` applies its function before giving up."""
 
 
+def _backup_key(key: str, why: str) -> str:
+    """The key that keeps a stored value of ``key`` this session cannot read back:
+    ``<key>.<why>-<UTC time>`` (to the microsecond, so two never share one)."""
+    return f"{key}.{why}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S.%fZ')}"
+
+
+def _input_names(model: type[BaseModel]) -> set[str]:
+    """The top-level names a model reads or writes: field names, aliases, computed
+    fields."""
+    names: set[str] = set(model.model_computed_fields)
+    for name, info in model.model_fields.items():
+        names.add(name)
+        for alias in (info.alias, info.validation_alias, info.serialization_alias):
+            if isinstance(alias, str):
+                names.add(alias)
+            elif alias is not None:  # AliasChoices / AliasPath: their first steps
+                for choice in getattr(alias, "choices", [alias]):
+                    path = choice if isinstance(choice, str) else getattr(choice, "path", ())
+                    first = path if isinstance(path, str) else (path[0] if path else None)
+                    if isinstance(first, str):
+                        names.add(first)
+    return names
+
+
+def _unknown_fields(model: type[BaseModel], stored: str, dumped: str) -> tuple[str | None, bool]:
+    """What of ``stored`` the model's dump ``dumped`` (of what it read from it) lacks.
+
+    Returns:
+        The top-level members the model does not know, as JSON members to write back
+        (``None``: none), and whether the model also dropped object members below the
+        top level (which a save cannot put back).
+    """
+    try:
+        before = json.loads(stored)
+        after = json.loads(dumped)
+        if not (isinstance(before, dict) and isinstance(after, dict)):
+            return None, _dropped(before, after)
+        known = _input_names(model)
+        extra = {k: v for k, v in before.items() if k not in after and k not in known}
+        deeper = any(_dropped(v, after[k]) for k, v in before.items() if k in after)
+    except (ValueError, RecursionError):  # not JSON to Python (what pydantic read is)
+        return None, False
+    if not extra:
+        return None, deeper
+    members = ",".join(
+        json.dumps(k, ensure_ascii=False)
+        + ":"
+        + json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+        for k, v in extra.items()
+    )
+    return members, deeper
+
+
+def _dropped(before: Any, after: Any) -> bool:
+    """Whether object members of ``before`` are missing from ``after`` (the same value as
+    read and dumped by a model), at any depth."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        return any(k not in after or _dropped(v, after[k]) for k, v in before.items())
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return any(_dropped(b, a) for b, a in zip(before, after, strict=True))
+    return False
+
+
+def _with_fields(data: str, members: str) -> str:
+    """The JSON object ``data`` with the JSON ``members`` added."""
+    if not (data.startswith("{") and data.endswith("}")):
+        return data
+    return "{" + members + "}" if data == "{}" else data[:-1] + "," + members + "}"
+
+
 @final
 class StateSlot:
     """One state model of a session: its live instance and what the store holds.
@@ -74,9 +159,24 @@ class StateSlot:
             call that used the slot).
         revision: The store's revision taken before ``saved`` was read (``None``: unknown,
             or the store has none).
+        extra: The top-level fields of the stored value the model does not know, as
+            JSON members (``"a":1,"b":[2]``) written back with every save (``None``:
+            none).
+        backup: The backup key and the stored text it keeps, written with the next save
+            of the slot (``None``: nothing to keep; see the module's docstring).
     """
 
-    __slots__ = ("check", "key", "model", "revision", "saved", "value", "version")
+    __slots__ = (
+        "backup",
+        "check",
+        "extra",
+        "key",
+        "model",
+        "revision",
+        "saved",
+        "value",
+        "version",
+    )
 
     def __init__(
         self, key: str, model: type[BaseModel], value: BaseModel, saved: str, version: int = 0
@@ -88,6 +188,8 @@ class StateSlot:
         self.version = version
         self.check = False
         self.revision: Any = None
+        self.extra: str | None = None
+        self.backup: tuple[str, str] | None = None
 
 
 @final
@@ -112,6 +214,7 @@ class SessionState:
     """
 
     __slots__ = (
+        "_keeping",
         "_lock_of",
         "_locks",
         "_locks_of",
@@ -137,6 +240,9 @@ class SessionState:
         self._persist_lock: anyio.Lock | None = None
         self._revision: Callable[[], Any] | None = None
         self._save_failure: str | None = None
+        self._keeping = False
+        """Some slot keeps what another version of its model stored (see the module's
+        docstring): saves look for it only then."""
 
     @property
     def store(self) -> StateStore:
@@ -183,20 +289,59 @@ class SessionState:
             return _FAILED
 
     def _decode(self, model: type[BaseModel], key: str, stored: StoredState | None) -> StateSlot:
-        """A slot for what the store holds (``None``: the model's defaults)."""
+        """A slot for what the store holds (``None``: the model's defaults).
+
+        What the model cannot read back is kept (see the module's docstring): unknown
+        top-level fields in :attr:`StateSlot.extra`, a value it cannot read whole as a
+        :attr:`StateSlot.backup` to write with the slot's next save.
+        """
         value: BaseModel | None = None
+        saved = ""
+        extra: str | None = None
+        backup: tuple[str, str] | None = None
         if stored is not None:
             try:
                 value = model.model_validate_json(stored.value)
-            except ValidationError as exc:
+            except Exception as exc:  # a ValidationError, or a validator's own error
+                problems = (
+                    f"{exc.error_count()} problems"
+                    if isinstance(exc, ValidationError)
+                    else describe_exception(exc)
+                )
+                backup = (_backup_key(key, "unreadable"), stored.value)
                 logger.warning(
-                    "stored state %r of session %s does not fit %s (%d problems); "
-                    "starting from its defaults",
+                    "stored state %r of session %s does not fit %s (%s); starting from its "
+                    "defaults. What is stored is kept under %r when the session first saves "
+                    "this state",
                     key,
                     self.session_id,
                     model.__qualname__,
-                    exc.error_count(),
+                    problems,
+                    backup[0],
                 )
+            else:
+                saved = value.model_dump_json()
+                if saved != stored.value:  # not what this model writes: it may know less
+                    extra, deeper = _unknown_fields(model, stored.value, saved)
+                    if deeper:
+                        backup = (_backup_key(key, "unknown-fields"), stored.value)
+                        logger.warning(
+                            "stored state %r of session %s has fields %s does not know "
+                            "inside its values (written by a newer version of it?); they "
+                            "are kept under %r when the session first saves this state",
+                            key,
+                            self.session_id,
+                            model.__qualname__,
+                            backup[0],
+                        )
+                    elif extra is not None:
+                        logger.info(
+                            "stored state %r of session %s has fields %s does not know "
+                            "(written by a newer version of it?); every save keeps them",
+                            key,
+                            self.session_id,
+                            model.__qualname__,
+                        )
         if value is None:
             try:
                 value = model()
@@ -205,10 +350,12 @@ class SessionState:
                     f"state model {model.__qualname__} needs defaults for every field"
                 ) from exc
             saved = value.model_dump_json()
-        else:
-            assert stored is not None
-            saved = stored.value
-        return StateSlot(key, model, value, saved, stored.version if stored is not None else 0)
+        slot = StateSlot(key, model, value, saved, stored.version if stored is not None else 0)
+        if extra is not None or backup is not None:
+            slot.extra = extra
+            slot.backup = backup
+            self._keeping = True
+        return slot
 
     def _reset(self, slot: StateSlot, stored: StoredState | None) -> None:
         """Make ``slot`` hold what the store holds, keeping its live instance."""
@@ -219,6 +366,8 @@ class SessionState:
             slot.value = fresh.value
         slot.saved = fresh.saved
         slot.version = fresh.version
+        slot.extra = fresh.extra
+        slot.backup = fresh.backup
 
     def _refresh(self, slot: StateSlot) -> None:
         """Load what another writer stored for ``slot`` since it was read, unless the
@@ -338,6 +487,17 @@ class SessionState:
             return None
         changes: dict[str, str | None] = {s.key: d for s, d in changed}
         expected = {s.key: s.version for s, _ in changed}
+        kept = (
+            [s for s, _ in changed if s.extra is not None or s.backup is not None]
+            if self._keeping
+            else ()
+        )
+        for slot in kept:  # what another version of the model stored (module docstring)
+            if slot.extra is not None:
+                changes[slot.key] = _with_fields(changes[slot.key] or "", slot.extra)
+            if slot.backup is not None:
+                changes[slot.backup[0]] = slot.backup[1]
+                expected[slot.backup[0]] = 0
         store = self.store
         blocking = getattr(store, "blocking", True)
         try:
@@ -378,13 +538,22 @@ class SessionState:
             slot.saved = data
             slot.version = versions.get(slot.key, slot.version + 1)
             slot.revision = None  # the save moved the revision; read the key next time
+        for slot in kept:
+            if slot.backup is not None:
+                logger.warning(
+                    "state %r of session %s was replaced; what was stored is kept under %r",
+                    slot.key,
+                    self.session_id,
+                    slot.backup[0],
+                )
+                slot.backup = None
         return None
 
     def _save_failed(self, exc: Exception) -> None:
         """Log a failed save: with its traceback the first time, and again only when it
         fails otherwise (a full disk or a missing folder fails every save until mended;
         the repeats go to the debug log)."""
-        what = f"{type(exc).__name__}: {exc}"
+        what = describe_exception(exc)
         if what == self._save_failure:
             logger.debug(
                 "saving the state of session %s failed again (%s); it is kept in memory",
