@@ -818,3 +818,25 @@ def test_text_that_is_not_a_string_is_a_usage_error(session: Session) -> None:
         injector.select(b"an order")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="is text, not NoneType"):
         injector.select("an order", history=[None])  # type: ignore[list-item]
+
+
+class _Opaque:
+    """A type pydantic cannot describe as a JSON Schema."""
+
+
+def test_a_tool_whose_schema_cannot_be_made_is_left_out_of_the_index() -> None:
+    """Such a tool is listed nowhere, so the injector indexes the others and selects
+    from them instead of failing on it."""
+
+    @tool(blocking=False)
+    async def mystery(thing: _Opaque) -> str:
+        """Handle a mystery thing. Do not use it for weather."""
+        return "?"
+
+    builder = ToolSetBuilder()
+    builder.add(_tool("weather", TOOLS["weather"]))
+    builder.add(mystery)
+    session = builder.build().session()
+    selection = Injector(session, search=False).select("what is the weather in Paris")
+    assert _names(selection) == ["weather"]
+    assert [d["function"]["name"] for d in selection.definitions("openai")] == ["weather"]

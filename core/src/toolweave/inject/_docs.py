@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolweave.errors import UnsupportedSchemaError
 from toolweave.inject._classify import ToolDoc
 
 if TYPE_CHECKING:
@@ -120,14 +121,18 @@ def tool_docs(
             (the namespace of its ``fqid``, unless ``main``) is added as a tag.
 
     Returns:
-        One :class:`ToolDoc` per entry, in order: name, description, parameter names
+        One :class:`ToolDoc` per entry whose schema can be made (a tool whose arguments
+        cannot be described is listed nowhere), in order: name, description, parameter names
         and descriptions (nested and enum values included), groups, the tool's declared
         ``examples`` (argument objects) as words, kind.
     """
     groups = groups or {}
     docs: list[ToolDoc] = []
     for entry in entries:
-        definition = entry if not hasattr(entry, "definition") else entry.definition
+        try:
+            definition = entry if not hasattr(entry, "definition") else entry.definition
+        except UnsupportedSchemaError:
+            continue  # left out of every listing (and reported there), so of these too
         tags = list(groups.get(entry.name, ()))
         fqid: str = getattr(definition, "fqid", "") or ""
         namespace = fqid.split(":", 1)[0] if ":" in fqid else ""
