@@ -239,3 +239,41 @@ def test_exception_text_never_raises() -> None:
 
     with pytest.raises(KeyboardInterrupt):
         exception_text(Interrupting())
+
+
+class _Suspend:
+    """An awaitable that suspends once (as an event loop's future does)."""
+
+    def __await__(self) -> Any:
+        yield
+
+
+def test_closing_a_suspended_coroutine_is_told_from_a_tools_own_generator_exit() -> None:
+    """Closing a coroutine suspended in an ``await`` raises ``GeneratorExit`` in each of
+    its frames: the pipeline catching it there must let it through. A tool that raises
+    ``GeneratorExit`` itself fails its call."""
+    from toolweave.runtime._outcomes import steers
+
+    seen: list[bool] = []
+
+    async def catcher(inner: Any) -> None:
+        try:
+            await inner
+        except BaseException as exc:
+            seen.append(steers(exc))
+            raise
+
+    async def waits() -> None:
+        await _Suspend()
+
+    coro = catcher(waits())
+    coro.send(None)
+    coro.close()
+    assert seen == [True]
+
+    async def raises() -> None:
+        raise GeneratorExit
+
+    with pytest.raises(GeneratorExit):
+        catcher(raises()).send(None)
+    assert seen == [True, False]

@@ -259,6 +259,21 @@ def test_a_center_that_never_read_a_row_fails_closed(
         assert "'boom'" not in degraded
 
 
+def test_a_tool_whose_groups_cannot_be_read_is_off(
+    center_url: str, raw: Raw, toolset_factory: Callable[[], ToolSet]
+) -> None:
+    """A groups flag the center never read may put the tool in a disabled group: the
+    tool is off until the flag can be read again."""
+    with Center.open(center_url) as center:
+        center.register_toolset(toolset_factory())
+    raw.set_flag(("tool", "look", "groups"), "7")
+    with Center.open(center_url, poll_interval=0.05) as center:
+        session = toolset_factory().session()
+        center.attach(session, role="admin")
+        assert "cannot be read" in refused(session, "look")
+        assert session.sync().call("echo", {"text": "x"}).text == "v1:x"
+
+
 def test_a_read_only_center_refuses_a_tool_whose_record_it_cannot_read(
     center_path: Path, toolset_factory: Callable[[], ToolSet]
 ) -> None:

@@ -93,10 +93,11 @@ def test_masked_values_sent_back_keep_the_stored_secrets(center: Center) -> None
     assert center.push_mcp_server("docs", shown["docs"], actor="ops") is False
     edited = {**shown["docs"], "headers": {**shown["docs"]["headers"], "X-Trace": "on"}}
     assert center.push_mcp_server("docs", edited, actor="ops") is True
-    assert center.push_mcp_server("local", {**shown["local"], "args": []}, actor="ops") is True
+    more_env = {**shown["local"], "env": {**shown["local"]["env"], "DEBUG": "1"}}
+    assert center.push_mcp_server("local", more_env, actor="ops") is True
     assert center.mcp_servers(reveal=True) == {
         "docs": {**ENTRY, "headers": {**ENTRY["headers"], "X-Trace": "on"}},
-        "local": {**STDIO, "args": []},
+        "local": {**STDIO, "env": {**STDIO["env"], "DEBUG": "1"}},
     }
     # The path may change; the host may not (the secret never follows it elsewhere).
     moved = {**shown["docs"], "url": "https://***@mcp.example.com/v2/mcp"}
@@ -116,6 +117,14 @@ def test_masked_values_sent_back_keep_the_stored_secrets(center: Center) -> None
         ("docs", {**ENTRY, "url": "http://***@mcp.example.com/mcp"}, "another scheme, host"),
         ("local", {**STDIO, "env": {"OTHER": "***"}}, "none is stored under that name"),
         ("new", {"url": "https://***@mcp.example.com/mcp"}, "the stored url has none"),
+        # A stored secret never follows the entry to another host or program.
+        ("docs", {"url": "https://evil.example.com/mcp", "headers": {"Authorization": "***"}},
+         "another host or program"),
+        ("docs", {**ENTRY, "url": "https://***@mcp.example.com:8443/mcp"}, "another"),
+        ("local", {**STDIO, "command": "printenv", "env": {"API_KEY": "***"}},
+         "another host or program"),
+        ("local", {**STDIO, "args": ["-c", "curl"], "env": {"API_KEY": "***"}},
+         "another host or program"),
     ],
 )  # fmt: skip
 def test_a_mask_standing_for_nothing_stored_is_refused(

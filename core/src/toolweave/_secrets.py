@@ -54,19 +54,29 @@ def keep_secrets(entry: Mapping[str, Any], stored: Mapping[str, Any] | None) -> 
     it back does not overwrite the real secrets with ``***``.
 
     An ``env`` or ``headers`` value that is ``***`` takes the stored value of the same
-    name; a ``url`` whose userinfo is ``***`` takes the stored URL's userinfo when both
-    name the same scheme, host and port (a secret never follows an entry to another
-    host).
+    name, and a ``url`` whose userinfo is ``***`` the stored URL's userinfo, only while
+    the entry goes where the stored one went: the same scheme, host and port of its
+    ``url``, or the same ``command`` and ``args``. A secret never follows an entry to
+    another host or program (someone who may push entries but not read them would
+    otherwise send the stored token wherever they like).
 
     Raises:
         ValueError: A ``***`` stands for nothing stored (a new entry, a new name, another
-            host): the message says which, and to send the real value.
+            host or program): the message says which, and to send the real value.
     """
     out = dict(entry)
     before: Mapping[str, Any] = stored if isinstance(stored, Mapping) else {}
     for key in SECRET_KEYS:
         value = out.get(key)
         known = before.get(key)
+        masked = value == MASK or (
+            isinstance(value, Mapping) and any(given == MASK for given in value.values())
+        )
+        if masked and known is not None and _target(out) != _target(before):
+            raise ValueError(
+                f"{key} holds {MASK!r}, which stands for a stored value, but the entry now "
+                "goes to another host or program than the stored one: send the real value"
+            )
         if value == MASK and known is not None:
             out[key] = known
         elif isinstance(value, Mapping):
@@ -85,6 +95,22 @@ def keep_secrets(entry: Mapping[str, Any], stored: Mapping[str, Any] | None) -> 
     if isinstance(url, str) and f"{MASK}@" in url:
         out["url"] = _keep_userinfo(url, before.get("url"))
     return out
+
+
+def _target(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Where an entry's secrets go: its URL's scheme, host and port, else its command
+    and arguments."""
+    url = entry.get("url")
+    if isinstance(url, str):
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(url)
+            return ("url", parts.scheme.lower(), parts.netloc.rsplit("@", 1)[-1].lower())
+        except ValueError:
+            return ("url", url)
+    args = entry.get("args")
+    return ("command", entry.get("command"), tuple(args) if isinstance(args, list) else args)
 
 
 def _keep_userinfo(url: str, stored: object) -> str:

@@ -607,6 +607,12 @@ class Center:
                     flags[key] = before.flags[key]
                 elif (value := _unread_flag(key)) is not None:
                     flags[key] = value
+                elif key[0] == "tool" and key[2] == "groups":
+                    # Its groups are unknown, so is whether a disabled group holds it:
+                    # the tool is off unless its own status says otherwise.
+                    status = ("tool", key[1], "status")
+                    if status not in flags:
+                        flags[status] = {"status": Status.DISABLED.value, "reason": _UNREAD}
         return Snapshot(version, records, self._overlay(flags), damage)
 
     def _set_degraded(self, why: str, exc: BaseException | None = None) -> None:
@@ -1680,7 +1686,8 @@ def _unread_flag(key: FlagKey) -> Any:
     (``None``: unset). Fail-closed: a status is only stored for a tool, group or source
     an operator switched off, so it switches off; a role whitelist admits no role; the
     rest (pins, rollouts, an approval, breaker states) count as unset, which for an
-    approval keeps a remote tool quarantined."""
+    approval keeps a remote tool quarantined. A tool whose groups flag cannot be read
+    is switched off by the snapshot (a disabled group may hold it)."""
     scope, _, flag = key
     if flag == "status" and scope in ("tool", "group", "source"):
         return {"status": Status.DISABLED.value, "reason": _UNREAD}

@@ -75,10 +75,10 @@ class _WholeLines:
 
     The SDK's reader appends each chunk it reads to what it holds of the current line
     and splits the whole again, so a line of many chunks costs time in the square of its
-    length (a 100 MB line kept a core busy past the connect timeout). Handed whole
-    lines, it holds nothing between reads. A line over ``limit`` ends the stream and
-    calls ``kill`` (the server's output then ends too, so the SDK's drain of it ends and
-    the connection closes); what comes after is passed on as it comes.
+    length. Handed whole lines, it holds nothing between reads. A line over ``limit``
+    ends the stream and calls ``kill`` (the server's output then ends too, so the SDK's
+    drain of it ends and the connection closes); what comes after is passed on as it
+    comes.
     """
 
     __slots__ = ("_command", "_held", "_inner", "_kill", "_limit", "_over", "_size")
@@ -106,6 +106,8 @@ class _WholeLines:
                 rest = b"".join(self._held)
                 self._held, self._size = [], 0
                 return rest
+            if not self._held and chunk.endswith(b"\n"):
+                return chunk  # the usual read: whole lines already
             cut = chunk.rfind(b"\n") + 1
             if cut:
                 whole = b"".join((*self._held, chunk[:cut])) if self._held else chunk[:cut]

@@ -54,8 +54,8 @@ def steers(exc: BaseException) -> bool:
     loop's cancelled exception while the task is really being cancelled: its cancel
     count is up, or a stop of a call it drives is under way; on trio, its
     ``Cancelled``); and the ``GeneratorExit`` of the call's coroutine being closed
-    (thrown in at a suspension, so its traceback ends in a generator-based
-    ``yield``). A group passes through when any of its exceptions does. Anything else
+    (raised at the catching frame's own ``await``, or thrown in at a suspension, so its
+    traceback ends in a generator-based ``yield``). A group passes through when any of its exceptions does. Anything else
     a tool raises (``GeneratorExit`` or ``CancelledError`` of its own, its own
     ``BaseException`` classes) is the tool's failure.
     """
@@ -63,11 +63,14 @@ def steers(exc: BaseException) -> bool:
         return True
     if isinstance(exc, GeneratorExit):
         tb = exc.__traceback__
-        if tb is None:
+        if tb is None or tb.tb_next is None:
+            # Raised at the catching coroutine's own await: closing a suspended
+            # coroutine closes what it awaits first, then raises in each frame above.
             return True
-        while tb.tb_next is not None:
-            tb = tb.tb_next
-        return bool(tb.tb_frame.f_code.co_flags & _GENERATOR)
+        last = tb.tb_next
+        while last.tb_next is not None:
+            last = last.tb_next
+        return bool(last.tb_frame.f_code.co_flags & _GENERATOR)
     if isinstance(exc, asyncio.CancelledError):
         try:
             task = asyncio.current_task()

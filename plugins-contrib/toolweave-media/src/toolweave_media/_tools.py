@@ -5,9 +5,10 @@ Files are written inside the workspace only (walked from its root's descriptor, 
 following a link out), never over an existing file: a taken name gets ``-2``, ``-3``
 ... Every file the client sent is checked before any is written; each is written whole
 into a temporary file of its folder and only then linked under its name, and a call
-that fails removes what it wrote (all its files are saved, or none). They are written
-(and the image of ``image_to_video`` is read) in a worker thread, never on the event
-loop, so a large file or a slow file system holds up no other call.
+that fails removes the files it wrote (all its files are saved, or none; folders it
+made for them stay, empty). They are written (and the image of ``image_to_video`` is
+read) in a worker thread, never on the event loop, so a large file or a slow file
+system holds up no other call.
 Videos are jobs: the tools stream the job's progress, poll it at the configured
 interval until it ends or the deadline passes, and ask the service to stop a job whose
 call was cancelled or ran out of time.
