@@ -46,7 +46,7 @@ from toolweave.center._store import (
     SQLiteCenterStore,
     _dump,
 )
-from toolweave.errors import ConfigError
+from toolweave.errors import ConfigError, describe_exception
 
 if TYPE_CHECKING:
     from toolweave.catalog._erasure import ErasedTool
@@ -527,7 +527,7 @@ class Center:
             what, error = failed
             self._set_degraded(
                 f"the center's thread failed {what} in its store {self.store.describe()} "
-                f"({type(error).__name__}: {error}); the last view is kept, and it tries again",
+                f"({describe_exception(error)}); the last view is kept, and it tries again",
                 error,
             )
 
@@ -543,7 +543,7 @@ class Center:
         except Exception as exc:  # a store that failed in a way it should not have
             self._set_degraded(
                 f"the center could not read the version of its store {self.store.describe()} "
-                f"({type(exc).__name__}: {exc}); the last view is kept",
+                f"({describe_exception(exc)}); the last view is kept",
                 exc,
             )
             return False
@@ -568,7 +568,7 @@ class Center:
             except Exception as exc:  # a store that failed in a way it should not have
                 self._set_degraded(
                     f"the center could not read its store {self.store.describe()} "
-                    f"({type(exc).__name__}: {exc}); the last view is kept",
+                    f"({describe_exception(exc)}); the last view is kept",
                     exc,
                 )
                 return False
@@ -712,7 +712,7 @@ class Center:
                         write(batch)
                     except Exception as exc:
                         expected = isinstance(exc, CenterError)
-                        why = str(exc) if expected else f"{type(exc).__name__}: {exc}"
+                        why = str(exc) if expected else describe_exception(exc)
                         if why != self._audit_error:
                             logger.error(
                                 "writing the audit failed (kept in memory): %s",

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolweave.errors import describe_exception
+
 __all__ = [
     "DEFAULT_FOLDERS",
     "Skill",
@@ -341,7 +343,7 @@ class SkillIndex:
                     except (OSError, ValueError) as exc:
                         parsed = f"{path}: {exc}"
                     except Exception as exc:  # one broken file never hides the others
-                        parsed = f"{path}: it cannot be read ({type(exc).__name__}: {exc})"
+                        parsed = f"{path}: it cannot be read ({describe_exception(exc)})"
                     cached = self._parsed[path] = (stamp, parsed)
                 parsed = cached[1]
                 if isinstance(parsed, str):
