@@ -101,6 +101,9 @@ class Suite:
     definitions: dict[str, Any] = field(default_factory=dict)
     """The provider-neutral definition of each tool (name, description, parameters),
     for counting the tokens of what is injected."""
+    negative_docs: list[ToolDoc] = field(default_factory=list)
+    """The catalogue the negatives are ranked over, when it is not ``docs`` (it must
+    hold the tools offered with them)."""
 
 
 def split_of(key: str) -> str:
@@ -181,12 +184,19 @@ def _user_turns(question: Sequence[Any]) -> list[str]:
     return out
 
 
-def single_turn(data: Path) -> Suite:
-    """The pooled single-turn catalogue (every distinct function offered in the
-    single-turn and irrelevance categories), a case per row with ground truth (the last
-    user message, earlier turns as history), a negative per irrelevance row."""
+def single_turn(data: Path, *, pooled: bool = False) -> Suite:
+    """BFCL single-turn: a case per row with ground truth (the last user message,
+    earlier turns as history), ranked over the pooled catalogue of every distinct
+    function offered in the single-turn categories; a negative per irrelevance row,
+    ranked over that catalogue plus the functions the irrelevance rows offer (an answer
+    naming one offered with the row is a false injection).
+
+    With ``pooled``, the cases too are ranked over the catalogue with the irrelevance
+    rows' functions (622 more topical neighbours), and there are no negatives.
+    """
     docs: dict[str, ToolDoc] = {}
-    suite = Suite("bfcl-single", [])
+    extra: dict[str, ToolDoc] = {}
+    suite = Suite("bfcl-single-pooled" if pooled else "bfcl-single", [])
     rows = {c: list(_lines(data / f"BFCL_v4_{c}.json")) for c in (*SINGLE_TURN, *IRRELEVANCE)}
     keys = _keys(f for category in rows.values() for row in category for f in row["function"])
     for category, category_rows in rows.items():
@@ -194,13 +204,14 @@ def single_turn(data: Path) -> Suite:
         answer_file = data / "possible_answer" / f"BFCL_v4_{category}.json"
         if answer_file.exists():
             answers = {row["id"]: row["ground_truth"] for row in _lines(answer_file)}
+        catalogue = extra if category in IRRELEVANCE and not pooled else docs
         for row in category_rows:
             by_name: dict[str, str] = {}
             for function in row["function"]:
                 key = keys[function["name"], _description(function)]
                 by_name.setdefault(function["name"], key)
-                if key not in docs:
-                    docs[key] = _doc(function, key)
+                if key not in docs and key not in extra:
+                    catalogue[key] = _doc(function, key)
                     suite.definitions[key] = function
             turns = _user_turns(row["question"])
             if not turns:
@@ -208,15 +219,16 @@ def single_turn(data: Path) -> Suite:
             query, history = turns[-1], tuple(t for t in turns[:-1] if t)
             case_id = f"bfcl:{row['id']}"
             if category in IRRELEVANCE:
-                suite.negatives.append(
-                    Case(
-                        case_id,
-                        query,
-                        history,
-                        offered=frozenset(by_name.values()),
-                        split=split_of(case_id),
+                if not pooled:
+                    suite.negatives.append(
+                        Case(
+                            case_id,
+                            query,
+                            history,
+                            offered=frozenset(by_name.values()),
+                            split=split_of(case_id),
+                        )
                     )
-                )
                 continue
             truth = answers.get(row["id"])
             if not truth:
@@ -227,6 +239,8 @@ def single_turn(data: Path) -> Suite:
             if relevant:
                 suite.cases.append(Case(case_id, query, history, relevant, split=split_of(case_id)))
     suite.docs = list(docs.values())
+    if extra:
+        suite.negative_docs = [*suite.docs, *extra.values()]
     return suite
 
 

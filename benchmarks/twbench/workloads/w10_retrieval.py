@@ -79,9 +79,14 @@ def _quality(cfg: Config, suites: Sequence[Suite], outcome: Outcome) -> dict[str
     results: dict[str, Metrics] = {}
     for suite in suites:
         splits = ("dev", "held-out") if suite.name.startswith("bfcl") else ("all",)
+        negatives_on = (
+            f"; the negatives over {len(suite.negative_docs):,} (with the tools offered with them)"
+            if suite.negative_docs and suite.negatives
+            else ""
+        )
         table = Table(
             f"{ID}-{suite.name}",
-            f"{suite.name}: {len(suite.docs):,} tools in the catalogue",
+            f"{suite.name}: {len(suite.docs):,} tools in the catalogue{negatives_on}",
             "share",
             ref=None,
             rounds=1,
@@ -89,12 +94,21 @@ def _quality(cfg: Config, suites: Sequence[Suite], outcome: Outcome) -> dict[str
         for name, factory in _classifiers():
             classifier = factory()
             classifier.index(suite.docs)
+            judge_negatives = classifier
+            if suite.negative_docs and suite.negatives:
+                judge_negatives = factory()
+                judge_negatives.index(suite.negative_docs)
             for split in splits:
                 cases = [c for c in suite.cases if split in ("all", c.split)]
                 negatives = [c for c in suite.negatives if split in ("all", c.split)]
                 cases = _sample(cases, cfg.pick(10**9, 60), 10)
                 negatives = _sample(negatives, cfg.pick(10**9, 40), 11)
-                m = evaluate(classifier, cases, negatives)
+                m = evaluate(classifier, cases)
+                on_negatives = evaluate(judge_negatives, (), negatives)
+                m.negatives, m.false_injection = (
+                    on_negatives.negatives,
+                    on_negatives.false_injection,
+                )
                 results[f"{suite.name}/{split}/{name}"] = m
                 for attr, label in _METRICS:
                     if attr == "false_injection" and not m.negatives:
@@ -266,17 +280,20 @@ async def run(cfg: Config, frameworks: Sequence[Framework]) -> Outcome:
     else:
         outcome.notes.append(
             f"BFCL data from bfcl-eval's files ({data.name}/, read as JSON lines; its code is "
-            "never imported). Single-turn: one pooled catalogue of every distinct function "
-            "offered in the single-turn and irrelevance categories (a name offered with several "
+            "never imported). Single-turn (bfcl-single): one pooled catalogue of every distinct "
+            "function offered in the single-turn categories (a name offered with several "
             "descriptions is one tool per description, told apart by a made-up word, "
-            "never by digits a request could match); a case per row with ground truth; the irrelevance rows are "
-            "negatives (an answer naming a tool offered with the row is a false injection). "
+            "never by digits a request could match); a case per row with ground truth; the "
+            "irrelevance rows are negatives, ranked over that catalogue plus the functions "
+            "they offer (an answer naming a tool offered with the row is a false injection). "
+            "bfcl-single-pooled: the same cases ranked over the catalogue with the irrelevance "
+            "rows' functions too (not judged). "
             "Multi-turn (multi_turn_base): every function of the 8 API classes in one "
             "catalogue (a class is a group), a case per turn that calls something, the "
             "earlier user turns as history."
         )
         single, multi = single_turn(data), multi_turn(data)
-        suites += [single, multi]
+        suites += [single, multi, single_turn(data, pooled=True)]
     if cfg.quick:
         outcome.notes.append(
             "--quick: 60 cases and 40 negatives per suite and split, 50 timed requests."
