@@ -90,12 +90,12 @@ def test_a_command_hidden_in_a_parameter_expansion_meets_deny_rules(
 def test_an_expansion_the_parser_cannot_read_is_never_allowed(
     shell_effect: Callable[..., Effect], tmp_path: Path
 ) -> None:
-    """A ``}`` inside the substitution confuses bashlex: the line asks (the deny rule
-    cannot be sure), it is never allowed."""
+    """A ``}`` inside the substitution confuses bashlex: the line is never allowed, and
+    its words, read loosely, still meet the deny rule."""
     command = "echo ${u:-$(echo }; rm -f VICTIM)}"
     _rm_runs_in_real_bash(command, tmp_path)
     line = command.replace("VICTIM", "victim")
-    assert shell_effect(line, DENY_RM_DEFAULT_ALLOW) is Effect.ASK
+    assert shell_effect(line, DENY_RM_DEFAULT_ALLOW) is Effect.DENY
     assert shell_effect(line, {**ECHO, "default": "allow"}) is Effect.ASK
 
 
@@ -255,3 +255,88 @@ def test_wrappers_read_for_sure_are_allowed_when_every_part_is(
     }
     assert shell_effect(command, config) is Effect.ALLOW
     assert shell_effect(command, {"allow": ["bash(make *)"]}) is Effect.ASK
+
+
+# -- programs that run a command named in their arguments -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "time rm -f VICTIM",
+        "time -p rm -f VICTIM | cat",
+        "coproc rm -f VICTIM",
+        "echo ok; coproc rm -f VICTIM",
+    ],
+)
+def test_what_the_parser_cannot_read_still_meets_deny_rules(
+    shell_effect: Callable[..., Effect], tmp_path: Path, command: str
+) -> None:
+    """bashlex cannot read ``time`` or ``coproc``; the line's words, read loosely, still
+    meet the deny rule (they used to ask), and it is never allowed by a pattern."""
+    _rm_runs_in_real_bash(command, tmp_path)
+    line = command.replace("VICTIM", "victim")
+    assert shell_effect(line, DENY_RM_DEFAULT_ALLOW) is Effect.DENY
+    assert shell_effect(line, {"allow": ["bash(time *)", "bash(coproc *)", "bash(echo *)"]}) is (
+        Effect.ASK
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "runuser -u root rm -rf x",
+        "runuser -u root -- rm x",
+        "pkexec --user root rm x",
+        "setpriv --reuid 0 --regid 0 --clear-groups rm x",
+        "nsenter -t 1 -m -u rm x",
+        "unshare -r rm x",
+        "systemd-run --user --wait rm x",
+        "firejail --quiet rm x",
+        "gdb -batch -ex run --args rm x",
+        "ssh host rm -rf x",
+        "ssh -p 22 host 'rm -rf x; ls'",
+        "ssh -o ProxyCommand='rm x' host",
+        "sg wheel 'rm -rf x'",
+        "sg wheel -c 'rm x'",
+        "parallel 'rm {}' ::: x",
+        "tmux new-session -d 'rm x'",
+    ],
+)
+def test_programs_that_run_a_command_meet_deny_rules(
+    shell_effect: Callable[..., Effect], command: str
+) -> None:
+    """``runuser -u``, ``pkexec``, namespaces and sandboxes, debuggers, and programs that
+    run their words as a shell string (``ssh host ...``, ``sg``, ``parallel``, ``tmux``):
+    their options are not read, so every later word may start the command."""
+    assert shell_effect(command, DENY_RM_DEFAULT_ALLOW) is Effect.DENY
+
+
+@pytest.mark.parametrize(
+    ("command", "runner"),
+    [
+        ("runuser -u builder make build", "runuser"),
+        ("pkexec make build", "pkexec"),
+        ("ssh host make build", "ssh"),
+        ("sg builders 'make build'", "sg"),
+    ],
+)
+def test_what_such_a_program_runs_is_never_allowed_by_a_pattern(
+    shell_effect: Callable[..., Effect], command: str, runner: str
+) -> None:
+    config = {"allow": [f"bash({runner} *)", "bash(make *)"], "default": "allow"}
+    assert shell_effect(command, config) is Effect.ASK
+
+
+def test_a_line_of_many_unsure_wrappers_is_read_in_bounded_work() -> None:
+    """Each unsure wrapper may start its command at any later word; 20 of them used to
+    give over a million commands to match (and 25 took most of a minute). The same words
+    reached through another wrapper are read once, and past a budget the line is
+    opaque."""
+    from toolweave.policy._shell import analyse
+
+    line = "env -i A=1 -u X " * 20 + "rm x"
+    analysis = analyse(line, "/tmp", "/tmp")
+    assert len(analysis.commands) <= 4096
+    assert analysis.opaque
+    assert any([w.text for w in c.words] == ["rm", "x"] for c in analysis.commands)

@@ -10,13 +10,18 @@ allows it (it is asked about, or denied), although its readable parts still meet
 (but ``2>&1``-style descriptor copies and writes to ``/dev/null``); here-documents;
 variable assignments (alone or before a command); ``eval``, ``exec``, ``source``,
 ``.``, ``trap``, shells started on a string (``-c``) or on their input, and other
-commands that run a string (``flock -c``, ``su -c``, ``watch``, ``env -S``); a command
+commands that run a string (``flock -c``, ``su -c``, ``watch``, ``env -S``, ``ssh``,
+``sg``); programs that run a command named in their arguments with options the
+analysis does not read (``runuser -u``, ``pkexec``, ``nsenter``, ``gdb`` ...: each
+later word may start it); a command
 substitution inside a parameter expansion (``${x:-$(...)}``, which bashlex leaves
 unread: every text in it that may be the substituted command is read for ``deny`` and
 ``ask`` rules); loops, conditionals and function definitions; a command name that is
 not a plain word; a wrapper (``sudo``, ``env``, ``nice`` ...) whose options cannot be
 read for sure (then every later word may start the command it runs); a command that
 runs outside the workspace (see ``cd`` below); and more than ``limit`` simple commands.
+Text the parser cannot read (``time rm x``, ``coproc``) is opaque, its words split
+loosely and each read for deny and ask rules as a possible command start.
 
 A word that the shell expands (``$VAR``, ``~``, ``$(...)``, globs, braces) is
 *dynamic*: only a pattern's trailing ``*`` covers it. ``cd`` moves the directory
@@ -46,6 +51,33 @@ _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", 
 _EVALUATORS = frozenset({"eval", "exec", "source", ".", "trap"})
 _STRING_RUNNERS = frozenset({"su", "runuser", "script"})
 """Commands whose ``-c`` / ``--command`` value is a shell string they run."""
+_RUNNERS = frozenset(
+    {
+        # run a command as another user, group or with other rights
+        "runuser", "pkexec", "setpriv", "gosu", "su-exec", "setuidgid", "envuidgid",
+        "chpst", "run0", "capsh",
+        # in other namespaces, sandboxes, roots or services
+        "nsenter", "unshare", "systemd-run", "firejail", "bwrap", "proot", "fakeroot",
+        "fakechroot", "schroot", "sandbox-exec", "cgexec", "tini", "dumb-init",
+        # with other limits, processors or networks
+        "numactl", "setarch", "linux32", "linux64", "arch", "prlimit", "cpulimit",
+        "trickle", "torsocks", "proxychains", "proxychains4", "tsocks", "lockf",
+        # inside another program's session or under a debugger or profiler
+        "dbus-run-session", "dbus-launch", "xvfb-run", "caffeinate", "rlwrap", "catchsegv",
+        "valgrind", "gdb", "perf", "nocache", "chronic", "ifne", "screen",
+    }
+)  # fmt: skip
+"""Programs that run a command named in their arguments, with options the analysis
+does not read: each later word may start that command (read for deny and ask rules),
+and the line is opaque."""
+_JOINED_RUNNERS = frozenset({"ssh", "sg", "parallel", "tmux"})
+"""Programs that run their later words joined as a shell string (``ssh host rm x``
+runs ``rm x`` in the remote shell, ``sg group 'rm x'`` in ``sh -c``): the line is
+opaque and the text from each later word on is read for deny and ask rules."""
+_COMMAND_BUDGET = 4096
+"""How many simple commands (wrapped ones included) one analysis collects; past it the
+line is opaque and the rest unread (a line of many unsure wrappers could otherwise
+make exponentially many)."""
 _NESTED_DEPTH = 3
 """How deep strings run by ``eval`` / ``sh -c`` are parsed for deny rules."""
 _WRAPPED_DEPTH = 8
@@ -400,6 +432,8 @@ class _Reader:
         self.source = ""
         """The text bashlex parsed last: the positions of its nodes are in it."""
         self.tries = _EXPANSION_TRIES
+        self.seen: set[tuple[tuple[Word, ...], str | None]] = set()
+        """The simple commands collected, each once."""
 
     def opaque(self, why: str) -> None:
         if not self.out.opaque:
@@ -410,8 +444,20 @@ class _Reader:
             trees = _parse(command)
         except Exception as exc:  # bashlex raises many kinds for what it cannot read
             self.opaque(f"the shell parser cannot read it ({type(exc).__name__})")
+            self.unread(command, depth)
             return
         self.walk(command, trees, depth)
+
+    def unread(self, command: str, depth: int) -> None:
+        """A text the parser cannot read (``time rm x``, ``coproc rm x``): each of its
+        first :data:`_LOOSE_WORDS` words that is no operator may start a command, read
+        for deny and ask rules (the line is opaque already)."""
+        words = _loose_words(command)
+        saved = self.cwd
+        for j, word in enumerate(words):
+            if not _OPERATOR.fullmatch(word.text):
+                self.simple(list(words[j:]), depth, 1)
+            self.cwd = saved
 
     def walk(self, source: str, trees: list[Any], depth: int) -> None:
         saved = self.source
@@ -534,6 +580,13 @@ class _Reader:
         if not words:
             return
         found = Command(tuple(words), self.cwd)
+        key = (found.words, found.cwd)
+        if wrapped and key in self.seen:
+            return  # the same words, reached through another wrapper: read once
+        if len(self.seen) >= _COMMAND_BUDGET:
+            self.opaque(f"it runs more than {_COMMAND_BUDGET} commands to read")
+            return
+        self.seen.add(key)
         self.out.commands.append(found)
         name = words[0]
         if name.dynamic or "=" in name.text:
@@ -550,13 +603,28 @@ class _Reader:
                     self.nested(action, depth)
         elif base in _SHELLS:
             self.shell(base, words, depth)
-        elif base in _STRING_RUNNERS:
-            strings = _command_values(words)
-            if strings:
-                self.opaque(f"it runs a string as commands ({base} -c)")
-                if depth < _NESTED_DEPTH:
-                    for text in strings:
-                        self.nested(text, depth)
+        elif base in _STRING_RUNNERS and _command_values(words):
+            self.opaque(f"it runs a string as commands ({base} -c)")
+            if depth < _NESTED_DEPTH:
+                for text in _command_values(words):
+                    self.nested(text, depth)
+        elif base in _RUNNERS and len(words) > 1:
+            self.opaque(f"what {base} runs cannot be told")
+            if wrapped >= _WRAPPED_DEPTH:
+                return
+            for j in range(1, len(words)):
+                self.simple(words[j:], depth, wrapped + 1)
+        elif base in _JOINED_RUNNERS and len(words) > 1:
+            self.opaque(f"it runs its words as a shell string ({base})")
+            if depth < _NESTED_DEPTH:
+                texts = [" ".join(w.text for w in words[j:]) for j in range(1, len(words))]
+                # an option's value may be a command too (ssh -o ProxyCommand='rm x')
+                texts += [w.text.split("=", 1)[1] for w in words[1:] if "=" in w.text]
+                for text in texts:
+                    if self.tries <= 0:
+                        break
+                    self.tries -= 1
+                    self.nested(text, depth)
         elif base in ("cd", "pushd", "popd"):
             self.change_directory(words)
         if base in _WRAPPERS or (base == "find" and any(w.text in _FIND_EXEC for w in words)):
@@ -669,6 +737,30 @@ class _Reader:
             self.cwd = None
         else:
             self.cwd = where.real
+
+
+_LOOSE_WORDS = 512
+"""How many words of a text the parser cannot read are looked at."""
+_OPERATOR = re.compile(r"[;&|()<>!{}]+")
+"""A word of operator characters only (``;``, ``&&``, ``|``, ``(`` ...)."""
+_EXPANDED = re.compile(r"[$`*?\[{~]")
+"""Characters that make a loosely read word dynamic."""
+
+
+def _loose_words(command: str) -> tuple[Word, ...]:
+    """The words of ``command`` as :mod:`shlex` splits them (operators apart), or at
+    its white space when its quotes do not close; at most :data:`_LOOSE_WORDS`."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    texts: list[str] = []
+    try:
+        for text in lexer:
+            texts.append(text)
+            if len(texts) >= _LOOSE_WORDS:
+                break
+    except ValueError:  # no closing quotation
+        texts = command.split()[:_LOOSE_WORDS]
+    return tuple(Word(t, dynamic=bool(_EXPANDED.search(t))) for t in texts)
 
 
 def _parse(command: str) -> list[Any]:
