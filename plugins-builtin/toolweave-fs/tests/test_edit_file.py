@@ -106,3 +106,36 @@ async def test_binary_file_is_refused(session: Session, workspace: Path) -> None
     assert result.error is not None
     assert result.error.kind is ErrorKind.INVALID_PARAMS
     assert (workspace / "b.bin").read_bytes() == b"ab\x00cd"
+
+
+async def test_concurrent_edits_of_one_file_lose_no_change(
+    session: Session, workspace: Path
+) -> None:
+    """Calls made at once (an MCP client's parallel requests, a host's own tasks) each
+    read, change and write the file back: every change survives, whichever order they
+    ran in. Reads that raced each other used to write back stale text over each other."""
+    import anyio
+
+    count = 40
+    path = workspace / "m.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(count)) * 50)
+    failures: list[object] = []
+
+    async def edit(i: int) -> None:
+        result = await session.call(
+            "edit_file",
+            {
+                "path": "m.txt",
+                "old_string": f"line {i}\n",
+                "new_string": f"LINE {i}\n",
+                "replace_all": True,
+            },
+        )
+        if result.error is not None:
+            failures.append(result.error)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(count):
+            tg.start_soon(edit, i)
+    assert failures == []
+    assert path.read_text() == "".join(f"LINE {i}\n" for i in range(count)) * 50

@@ -16,7 +16,14 @@ from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 from toolweave.resources import Location
 
-from toolweave_fs._filesystem import FileSystem, encode, filesystem, os_error, read_text
+from toolweave_fs._filesystem import (
+    FileSystem,
+    encode,
+    filesystem,
+    os_error,
+    read_text,
+    writing,
+)
 from toolweave_fs._names import with_tool
 
 __all__ = ["EditFile", "EditFileArgs", "EditFileOutput"]
@@ -90,7 +97,9 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
                 "nothing would change",
             )
         fs = filesystem(ctx.resources)
-        with fs.open(args.path) as entry:
+        # The file is opened once its lock is held: what is read is what the last
+        # writer left.
+        with fs.entry(args.path) as where, writing(where), fs.open(args.path) as entry:
             assert entry.fd is not None
             shown = fs.spell(entry.relative)
             text = read_text(entry.fd, shown)

@@ -14,6 +14,8 @@ import errno
 import os
 import secrets
 import stat
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -32,6 +34,7 @@ __all__ = [
     "read_text",
     "remove_tree",
     "special_kind",
+    "writing",
 ]
 
 _READ = os.O_RDONLY | os.O_NONBLOCK
@@ -230,6 +233,42 @@ class FileSystem:
                 os.unlink(tmp, dir_fd=where)
             raise
         return mode is None
+
+
+_WRITERS: dict[tuple[int, int, str], tuple[threading.Lock, int]] = {}
+"""The lock of each entry being written, by (device, inode of its directory, name), and
+how many calls hold or wait for it."""
+_WRITERS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def writing(entry: Location) -> Iterator[None]:
+    """Hold the lock of ``entry`` (shared by every session of this process) while its
+    content is read, changed and written back, so that two calls at once change the
+    file one after the other and neither writes back text the other has replaced. Open
+    the file once the lock is held.
+
+    The entry is named by its directory's identity and its name: every path to it, from
+    any workspace, takes the same lock; an atomic replace (a new file under the name)
+    keeps it.
+    """
+    info = os.fstat(entry.dir_fd)
+    key = (info.st_dev, info.st_ino, entry.name)
+    with _WRITERS_GUARD:
+        lock, users = _WRITERS.get(key, (None, 0))
+        if lock is None:
+            lock = threading.Lock()
+        _WRITERS[key] = (lock, users + 1)
+    try:
+        with lock:
+            yield
+    finally:
+        with _WRITERS_GUARD:
+            users = _WRITERS[key][1] - 1
+            if users:
+                _WRITERS[key] = (lock, users)
+            else:
+                del _WRITERS[key]
 
 
 def filesystem(resources: Resources) -> FileSystem:

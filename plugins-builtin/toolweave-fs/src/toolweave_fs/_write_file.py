@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
-from toolweave_fs._filesystem import encode, filesystem, os_error
+from toolweave_fs._filesystem import encode, filesystem, os_error, writing
 
 __all__ = ["WriteFile", "WriteFileArgs", "WriteFileOutput"]
 
@@ -55,7 +55,7 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
         """Write the content and report the size."""
         fs = filesystem(ctx.resources)
         data = encode(args.content, ctx.param_name("content"))
-        with fs.entry(args.path, create_parents=True) as entry:
+        with fs.entry(args.path, create_parents=True) as entry, writing(entry):
             shown = fs.spell(entry.relative)
             try:
                 created = fs.write_atomic(entry, data)
