@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
 from pydantic import BaseModel
@@ -22,6 +24,9 @@ __all__ = ["Context"]
 T = TypeVar("T")
 _TOOL_ID = re.compile(r"[\w.-]+(?::[\w.-]+)?")
 M = TypeVar("M", bound=BaseModel)
+_STOP_MADE = threading.Lock()
+"""Taken to make a call's stop event, which a worker thread and the event loop may
+both ask for first."""
 
 
 @final
@@ -79,13 +84,31 @@ class Context:
             f"with {ctx.tool_name(Kind.READ) or 'the file reader'}.",
         )
 
+    Work on a worker thread cannot be interrupted: when the call times out or is
+    cancelled, the call returns at once and its thread runs on, abandoned. A blocking
+    tool (a synchronous ``run`` or ``@tool`` function, which runs on a worker thread)
+    checks :attr:`stopped` between steps and ends early; an async tool hands blocking
+    work to :meth:`in_thread`, which does the same for it::
+
+        @tool(kind=Kind.SEARCH, read_only=True)
+        def count_lines(ctx: Context, path: str) -> int:
+            lines = 0
+            with ctx.require(Workspace).open(path) as entry:
+                for block in iter(partial(os.read, entry.fd, 1 << 20), b""):
+                    if ctx.stopped:  # timed out or cancelled: nobody waits for it
+                        raise ToolError(ErrorKind.CANCELLED, "count_lines was stopped")
+                    lines += block.count(b"\n")
+            return lines
+
     Attributes:
         session: The session the call belongs to.
         entry: The configured entry being called (client name, effective params).
         call_id: The host's id for the call, if any.
     """
 
-    __slots__ = ("_finished", "_record", "call_id", "entry", "session")
+    __slots__ = ("_finished", "_record", "_stop", "call_id", "entry", "session")
+    _stop: threading.Event
+    """Made on first use (:attr:`stop_event`); unset until then (reading it raises)."""
     _finished: bool
     """Set (by the pipeline) once the tool ended: reminders, which run then, may read any
     state. Unset until then (reading it raises)."""
@@ -123,6 +146,54 @@ class Context:
     def resources(self) -> Resources:
         """The session's resources."""
         return self.session.resources
+
+    # -- stopping work on worker threads ------------------------------------------------
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the call stopped waiting for its work on a worker thread (it timed
+        out or was cancelled; also once that work failed): the work ends at its next
+        check. ``False`` while the call waits for it."""
+        try:
+            return self._stop.is_set()
+        except AttributeError:  # made on first use (unset slots raise)
+            return False
+
+    @property
+    def stop_event(self) -> threading.Event:
+        """The event :attr:`stopped` reads, for code that waits on one or takes one
+        (``stop_event.wait(1.0)`` sleeps a second unless the call is stopped)."""
+        try:
+            return self._stop
+        except AttributeError:
+            with _STOP_MADE:
+                try:
+                    return self._stop
+                except AttributeError:
+                    stop = self._stop = threading.Event()
+                    return stop
+
+    def _stopping(self) -> None:
+        """Mark the call stopped (the pipeline, when a call on a worker thread is
+        abandoned)."""
+        self.stop_event.set()
+
+    async def in_thread(self, fn: Callable[..., T], /, *args: Any) -> T:
+        """``fn(*args)`` on a worker thread, with the caller's context variables: an
+        async tool's blocking work (parsing, walking files) that must not stall the
+        event loop.
+
+        When the call times out or is cancelled, this returns at once (the call ends)
+        and :attr:`stopped` turns true: ``fn`` checks it (or :attr:`stop_event`)
+        between steps and ends early instead of running on for nobody.
+        """
+        from toolweave._threads import run_in_worker
+
+        try:
+            return await run_in_worker(fn, *args)
+        except BaseException:
+            self._stopping()
+            raise
 
     @property
     def session_id(self) -> str:

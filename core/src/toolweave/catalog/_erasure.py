@@ -549,6 +549,13 @@ def _carried(fn: Callable[..., Any], *args: Any) -> Any:
         raise RaisedInThread(exc) from None
 
 
+def _stopping(ctx: Any) -> None:
+    """Tell a call's worker thread that nobody waits for it any more (``ctx.stopped``)."""
+    mark = getattr(ctx, "_stopping", None)
+    if mark is not None:
+        mark()
+
+
 def _invoke_function(
     tool_cls: type[FunctionTool[..., Any]],
 ) -> tuple[Callable[[Any, Any], Any], bool]:
@@ -565,7 +572,11 @@ def _invoke_function(
 
     async def in_thread(ctx: Any, args: Any) -> Any:
         call = partial(fn, ctx, **args) if takes_ctx else partial(fn, **args)
-        return await run_in_worker(_carried, call)
+        try:
+            return await run_in_worker(_carried, call)
+        except BaseException:
+            _stopping(ctx)
+            raise
 
     return in_thread, True
 
@@ -578,7 +589,11 @@ def _invoke_method(tool: Tool[Any, Any]) -> tuple[Callable[[Any, Any], Any], boo
         return run, False
 
     async def in_thread(ctx: Any, args: Any) -> Any:
-        return await run_in_worker(_carried, run, ctx, args)
+        try:
+            return await run_in_worker(_carried, run, ctx, args)
+        except BaseException:
+            _stopping(ctx)
+            raise
 
     return in_thread, True
 

@@ -8,11 +8,9 @@ import stat
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator
-from functools import partial
 from io import BufferedReader
 from itertools import accumulate
 
-import anyio.to_thread
 from pydantic import BaseModel, Field, PrivateAttr
 from toolweave import Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
@@ -153,13 +151,8 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
         next line when the call is stopped (its timeout, or cancelled)."""
         fs = filesystem(ctx.resources)
         params = ctx.params(ReadFileParams)
-        stop = threading.Event()
-        try:
-            output = await anyio.to_thread.run_sync(
-                partial(_read_path, ctx, fs, args, params, stop), abandon_on_cancel=True
-            )
-        finally:
-            stop.set()  # a stopped call's thread ends at its next check
+        # a stopped call's thread ends at its next check of ctx.stop_event
+        output = await ctx.in_thread(_read_path, ctx, fs, args, params, ctx.stop_event)
         output._offset_name = ctx.param_name("offset")
         return output
 

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
-import anyio.to_thread
 from pydantic import BaseModel
 from toolweave import ErrorKind, ToolError
 from toolweave.errors import preview
@@ -20,7 +17,7 @@ from toolweave_search._results import FileHits, GrepQuery
 from toolweave_search._rgengine import find_ripgrep, rg_files, rg_grep
 from toolweave_search._start import Start
 
-__all__ = ["Engine", "EngineParams", "in_thread", "list_files", "resolve_engine", "search"]
+__all__ = ["Engine", "EngineParams", "list_files", "resolve_engine", "search"]
 
 Engine = Literal["auto", "ripgrep", "python"]
 """``auto`` uses ripgrep when it is installed; the others force one engine."""
@@ -35,9 +32,6 @@ class EngineParams(BaseModel):
     ripgrep_path: str | None = None
     """The ``rg`` program (default: the one installed with ``toolweave-search[rg]``, or
     the first on ``PATH``)."""
-
-
-T = TypeVar("T")
 
 
 def resolve_engine(engine: Engine, ripgrep_path: str | None) -> str | None:
@@ -82,16 +76,6 @@ def _fd_paths() -> bool:
         return os.path.exists(proc_fd(fd))
     finally:
         os.close(fd)
-
-
-async def in_thread(work: Callable[[threading.Event], T]) -> T:
-    """Run ``work`` in a worker thread; a cancelled call sets the event it receives, so
-    the work stops at its next check instead of running on abandoned."""
-    stop = threading.Event()
-    try:
-        return await anyio.to_thread.run_sync(work, stop, abandon_on_cancel=True)
-    finally:
-        stop.set()  # a cancelled search stops at its next file
 
 
 async def search(rg: str | None, root: Path, start: Start, query: GrepQuery) -> list[FileHits]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from functools import partial
 
 import anyio.to_thread
 from pydantic import BaseModel, Field
@@ -21,7 +20,7 @@ from toolweave import (
 )
 from toolweave.errors import preview
 
-from toolweave_search._engine import EngineParams, in_thread, list_files, resolve_engine
+from toolweave_search._engine import EngineParams, list_files, resolve_engine
 from toolweave_search._fdwalk import DIR_FLAGS, Below
 from toolweave_search._globs import MAX_PATTERN_CHARS, GlobFilter, check_glob, literal_prefix
 from toolweave_search._start import Start
@@ -187,7 +186,7 @@ enough. Prefer it over `find` or `ls` in a shell."""
                 if start is not base:
                     start.close()
             skip = len(base.folder) + 1 if base.parts else 0
-            matched = await in_thread(partial(_matching, matcher, listed, skip))
+            matched = await ctx.in_thread(_matching, matcher, listed, skip, ctx.stop_event)
             ordered = await anyio.to_thread.run_sync(_newest_first, base.root_fd, matched)
         shown = ordered[: params.max_results]
         return GlobOutput(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 
-import anyio.to_thread
 from pydantic import BaseModel, Field
 from toolweave import Capabilities, Context, ErrorKind, Kind, Tool, ToolError, ToolOutput
 
@@ -233,7 +232,13 @@ private networks and this machine are refused unless the host allowed them."""
         html_cut = plain = False
         if _is_html(fetched.media_type, fetched.body):
             html, html_cut = cut_html(fetched.body, params.max_html_bytes)
-            converted = await _convert(html, fetched.charset, fetched.url, args)
+            # On a worker thread, so the event loop runs on (other calls, this call's
+            # deadline) while the page is parsed and converted. A stopped call returns
+            # at once: the parse cannot be interrupted (max_html_bytes keeps it short),
+            # the steps after it see the stop event and end at their next element.
+            converted = await ctx.in_thread(
+                _page, html, fetched.charset, fetched.url, args, ctx.stop_event
+            )
             title, whole, plain = converted.title, converted.markdown, converted.plain_text
         elif args.selector or args.main_content:
             raise ToolError(
@@ -262,7 +267,7 @@ private networks and this machine are refused unless the host allowed them."""
 def _page(
     html: bytes, charset: str | None, url: str, args: WebFetchArgs, stop: threading.Event
 ) -> Converted:
-    """The conversion of :func:`_convert`, in its worker thread."""
+    """The page converted (on a worker thread; ends early once ``stop`` is set)."""
     # Without a declared charset, BeautifulSoup reads <meta charset> itself.
     return html_to_markdown(
         html if charset is None else decode_text(html, charset),
@@ -271,20 +276,3 @@ def _page(
         main_content=args.main_content,
         stop=stop,
     )
-
-
-async def _convert(html: bytes, charset: str | None, url: str, args: WebFetchArgs) -> Converted:
-    """``html`` converted in a worker thread, so the event loop runs on (other calls,
-    this call's deadline) while it is parsed and converted.
-
-    A cancelled or timed-out call returns at once; its thread is abandoned. The parse
-    cannot be interrupted (the size limit ``max_html_bytes`` is what keeps it short);
-    the steps after it see ``stop`` set and end at their next element.
-    """
-    stop = threading.Event()
-    try:
-        return await anyio.to_thread.run_sync(
-            _page, html, charset, url, args, stop, abandon_on_cancel=True
-        )
-    finally:
-        stop.set()
