@@ -297,3 +297,56 @@ def test_a_resolved_path_is_always_inside(
         assert ws.contains(got)
         assert inside(str(got))
         assert got == ws.root or inside(str(got.parent))
+
+
+# -- bounded reads of regular files ------------------------------------------------------
+
+
+def test_read_bytes_reads_a_regular_file_within_its_limit(tmp_path: Path) -> None:
+    from toolweave.resources import FileRefused
+
+    (tmp_path / "a.txt").write_bytes(b"0123456789")
+    ws = Workspace(tmp_path)
+    assert ws.read_bytes("a.txt", 10) == b"0123456789"
+    assert ws.read_bytes("a.txt", 4, truncate=True) == b"0123"
+    with pytest.raises(FileRefused) as refused:
+        ws.read_bytes("a.txt", 9)
+    assert refused.value.reason == "too_large"
+    assert str(refused.value) == "is over the limit of 9 bytes"
+
+
+def test_read_bytes_refuses_folders_and_fifos_without_waiting(tmp_path: Path) -> None:
+    """A FIFO with no writer is refused at once (a plain open would wait for a writer
+    forever); a folder is refused as one."""
+    import threading
+
+    from toolweave.resources import FileRefused
+
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "dir").mkdir()
+    ws = Workspace(tmp_path)
+    reasons: list[str] = []
+
+    def read_both() -> None:
+        for name in ("pipe", "dir"):
+            try:
+                ws.read_bytes(name, 100)
+            except FileRefused as exc:
+                reasons.append(exc.reason)
+
+    reader = threading.Thread(target=read_both, daemon=True)
+    reader.start()
+    reader.join(30)
+    assert reasons == ["special", "directory"]
+
+
+def test_read_regular_refuses_a_device_that_never_ends() -> None:
+    from toolweave.resources import FileRefused, read_regular
+
+    fd = os.open("/dev/zero", os.O_RDONLY)
+    try:
+        with pytest.raises(FileRefused) as refused:
+            read_regular(fd, 1 << 20, truncate=True)
+    finally:
+        os.close(fd)
+    assert refused.value.reason == "special"

@@ -147,6 +147,20 @@ def test_files_that_are_not_regular_files_are_alerts_not_hangs(folder: Path) -> 
     assert not plugins.changed_on_disk()
 
 
+def test_a_huge_plugin_file_is_an_alert_not_a_load(folder: Path) -> None:
+    """A plugin file over 16 MiB (a log or data file named *.py) is not read into
+    memory and compiled: it is an alert, and the other files load."""
+    with (folder / "huge.py").open("wb") as f:
+        f.truncate(16 * 1024 * 1024 + 1)  # sparse: no disk used
+    write(folder / "good.py", OPEN)
+    plugins = PluginFolders([folder])
+    alerts = {a.file.name: a.message for a in plugins.load()}
+    assert set(alerts) == {"huge.py"}, alerts
+    assert "over the limit of 16,777,216 bytes" in alerts["huge.py"]
+    assert set(plugins.tools) == {"greet"}
+    plugins.close()
+
+
 def test_a_file_that_becomes_unreadable_keeps_its_last_good_version(folder: Path) -> None:
     """A loaded file replaced by a dangling link is stale: its tools stay, an alert says
     why, and the file loads again once it is readable."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -17,9 +18,11 @@ __all__ = [
     "MAX_PATH_CHARS",
     "SAFE_VARIABLES",
     "Environment",
+    "FileRefused",
     "Location",
     "Resources",
     "Workspace",
+    "read_regular",
     "safe_environ",
 ]
 
@@ -277,6 +280,24 @@ class Workspace:
         """
         return walk(self._text, os.fspath(path), mode="open", flags=flags)
 
+    def read_bytes(
+        self, path: str | os.PathLike[str], limit: int, *, truncate: bool = False
+    ) -> bytes:
+        """The content of the regular file ``path`` names (links inside the root
+        followed, as :meth:`open`), read as :func:`read_regular` reads it: opened
+        without waiting (a FIFO is refused, never waited on), at most ``limit`` bytes.
+        Blocking: call it on a worker thread.
+
+        Raises:
+            FileRefused: A directory, a FIFO, socket or device, or (unless
+                ``truncate``) more than ``limit`` bytes.
+            ToolError: As :meth:`locate`.
+            OSError: As :func:`os.open` (``FileNotFoundError`` when it is missing).
+        """
+        with self.open(path, _READ_NOW) as entry:
+            assert entry.fd is not None
+            return read_regular(entry.fd, limit, truncate=truncate)
+
     def relative(self, path: str | os.PathLike[str]) -> str:
         """How a location inside the root is shown to the model: relative to the root,
         with ``/`` separators, ``"."`` for the root itself. A location outside the root
@@ -339,6 +360,64 @@ SAFE_VARIABLES: tuple[str, ...] = (
 """Variables of the host's environment that commands get by default (``fnmatch``
 patterns, case-sensitive): where programs are, who and where the user is, language,
 terminal, temp folder, time zone. Nothing that usually holds a credential."""
+
+
+_READ_NOW = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+"""Opening a file to read it without waiting: a FIFO with no writer does not block."""
+
+
+class FileRefused(ValueError):
+    """A file :func:`read_regular` does not read. ``str(exc)`` completes a sentence
+    about the file (``f"{name} {exc}"``): ``is a directory, not a file``, ``is not a
+    regular file (a FIFO, socket or device)``, ``is over the limit of 1,024 bytes``.
+
+    Attributes:
+        reason: ``"directory"``, ``"special"`` or ``"too_large"``.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def read_regular(fd: int, limit: int, *, truncate: bool = False) -> bytes:
+    """The content of the regular file open as ``fd``, at most ``limit`` bytes: what a
+    tool reads of a file a model named, which may be a FIFO, a device such as
+    ``/dev/zero``, or a file that grows while it is read. Open it without waiting
+    (``os.O_NONBLOCK``, as :meth:`Workspace.read_bytes` does). Blocking: call it on a
+    worker thread.
+
+    Args:
+        fd: The open file (read from where its offset is).
+        limit: The most bytes returned.
+        truncate: Return the first ``limit`` bytes of a larger file instead of
+            refusing it.
+
+    Raises:
+        FileRefused: A directory, or not a regular file (checked on ``fd`` itself, so
+            nothing swapped in after a look by path is read); without ``truncate``, a
+            file over ``limit`` bytes (also one that grew past it while read).
+        OSError: Reading failed.
+    """
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        raise FileRefused("directory", "is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise FileRefused("special", "is not a regular file (a FIFO, socket or device)")
+    over = FileRefused("too_large", f"is over the limit of {limit:,} bytes")
+    if info.st_size > limit and not truncate:
+        raise over
+    chunks: list[bytes] = []
+    left = limit if truncate else limit + 1  # one byte more tells a file that grew
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    if left <= 0 and not truncate:
+        raise over
+    return b"".join(chunks)
 
 
 def safe_environ(passthrough: Iterable[str] = ()) -> dict[str, str]:

@@ -9,7 +9,6 @@ import linecache
 import logging
 import os
 import re
-import stat
 import sys
 import types
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -23,6 +22,7 @@ from toolweave.errors import UsageError, describe_exception, exception_text
 from toolweave.local._base import BaseLocalTool, erase_local
 from toolweave.local._feed import publish_alerts
 from toolweave.local._marks import collecting, spec_of
+from toolweave.resources import FileRefused, read_regular
 
 if TYPE_CHECKING:
     from toolweave.catalog import ErasedTool
@@ -201,18 +201,24 @@ def _signature(path: Path) -> tuple[int, int]:
     return (st.st_mtime_ns, st.st_size)
 
 
+MAX_PLUGIN_BYTES = 16 * 1024 * 1024
+"""The largest plugin file read: a bigger one is reported, not loaded."""
+
+
 def _read(path: Path) -> bytes:
-    """The bytes of a regular file (following links); never blocks on a FIFO or a
-    device.
+    """The bytes of a regular file (following links) of at most
+    :data:`MAX_PLUGIN_BYTES`; never blocks on a FIFO or a device.
 
     Raises:
-        OSError: It cannot be read, or is not a regular file.
+        OSError: It cannot be read, is not a regular file, or is too large.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path.name} is not a regular file")
-        return handle.read()
+    try:
+        return read_regular(fd, MAX_PLUGIN_BYTES)
+    except FileRefused as refused:
+        raise OSError(f"{path.name} {refused}") from None
+    finally:
+        os.close(fd)
 
 
 def _module_name(path: Path) -> str:

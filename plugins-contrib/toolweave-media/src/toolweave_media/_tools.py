@@ -21,7 +21,6 @@ import errno
 import os
 import re
 import secrets
-import stat
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,7 +28,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 from toolweave import Context, ErrorKind, Kind, Progress, Tool, ToolError, ToolOutput, preview
-from toolweave.resources import Location, Workspace
+from toolweave.resources import FileRefused, Location, Workspace, read_regular
 
 from toolweave_media._client import (
     ImageRequest,
@@ -290,31 +289,13 @@ def _read_image(workspace: Workspace, max_bytes: int, asked: str) -> tuple[bytes
     """The image at ``asked`` and its name: a regular file of at most ``max_bytes``,
     opened without blocking (a FIFO is refused, not waited on) and read no further
     than the limit (run it in a worker thread: it reads a file)."""
-    over = f"`{asked}` is over the limit of {max_bytes:,} bytes"
     try:
         with workspace.open(asked, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC) as entry:
             assert entry.fd is not None
-            info = os.fstat(entry.fd)
-            if stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryError
-            if not stat.S_ISREG(info.st_mode):
-                raise ToolError(ErrorKind.INVALID_PARAMS, f"`{asked}` is not a regular file")
-            if info.st_size > max_bytes:
-                raise ToolError(ErrorKind.INVALID_PARAMS, over)
-            chunks: list[bytes] = []
-            left = max_bytes + 1
-            while left > 0:
-                chunk = os.read(entry.fd, min(left, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
-            if left <= 0:
-                raise ToolError(
-                    ErrorKind.INVALID_PARAMS, over
-                )  # it grew past the limit since the size was looked at
-            data = b"".join(chunks)
+            data = read_regular(entry.fd, max_bytes)
             name = entry.name
+    except FileRefused as refused:  # a directory, a FIFO or device, too large
+        raise ToolError(ErrorKind.INVALID_PARAMS, f"`{asked}` {refused}") from None
     except FileNotFoundError:
         raise ToolError(ErrorKind.NOT_FOUND, f"`{asked}` does not exist in the workspace") from None
     except IsADirectoryError:

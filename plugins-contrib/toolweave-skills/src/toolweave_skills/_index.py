@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from toolweave.errors import describe_exception
+from toolweave.resources import FileRefused
+from toolweave.resources import read_regular as read_open_file
 
 __all__ = [
     "DEFAULT_FOLDERS",
@@ -241,17 +243,9 @@ def read_regular(path: Path, limit: int, *, follow: bool = True) -> bytes:
             raise ValueError("it is a symbolic link") from None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("it is not a regular file")
-        chunks: list[bytes] = []
-        left = limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        return read_open_file(fd, limit, truncate=True)
+    except FileRefused:
+        raise ValueError("it is not a regular file") from None
     finally:
         os.close(fd)
 
