@@ -340,3 +340,30 @@ def test_a_line_of_many_unsure_wrappers_is_read_in_bounded_work() -> None:
     assert len(analysis.commands) <= 4096
     assert analysis.opaque
     assert any([w.text for w in c.words] == ["rm", "x"] for c in analysis.commands)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pkexec " + "a " * 20000,  # longer than the parser is given: read loosely
+        "sudo -Z " + "a " * 3000,  # each later word may start the command
+        "ssh host " + "a " * 2000,  # each later word may start the remote string
+        "time " + "a " * 3000,  # the parser cannot read it: read loosely
+    ],
+)
+def test_long_lines_are_read_in_bounded_work(line: str) -> None:
+    """A line of thousands of words after a wrapper used to give a quadratic number of
+    words to match (20,000 after ``sudo -Z``: 2 GB and most of a minute); the words
+    collected are now bounded, and the line is opaque."""
+    from toolweave.policy._shell import analyse
+
+    analysis = analyse(line, "/tmp", "/tmp")
+    assert analysis.opaque
+    assert sum(len(c.words) for c in analysis.commands) <= 1 << 15
+
+
+def test_a_long_line_still_meets_the_deny_rule_near_its_start(
+    shell_effect: Callable[..., Effect],
+) -> None:
+    assert shell_effect("sudo -Z rm -rf x " + "a " * 3000, DENY_RM_DEFAULT_ALLOW) is Effect.DENY
+    assert shell_effect("time rm -rf x " + "a " * 9000, DENY_RM_DEFAULT_ALLOW) is Effect.DENY

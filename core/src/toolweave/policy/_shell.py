@@ -36,6 +36,7 @@ import os
 import re
 import shlex
 from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, final
@@ -78,6 +79,15 @@ _COMMAND_BUDGET = 4096
 """How many simple commands (wrapped ones included) one analysis collects; past it the
 line is opaque and the rest unread (a line of many unsure wrappers could otherwise
 make exponentially many)."""
+_WORD_BUDGET = 1 << 15
+"""How many words those commands hold in all: each later word of an unsure wrapper
+may start a command, so a long line would otherwise give a quadratic number."""
+_MAX_TEXT = 1 << 13
+"""The longest command text parsed (bashlex takes up to about 0.3 s for this many
+characters); a longer one is opaque and only read loosely (see ``unread``)."""
+_PARSE_BUDGET = 3 * _MAX_TEXT
+"""How many characters one analysis parses in all: the line, and the strings it runs
+(``sh -c``, ``ssh``, ``${...}``) read for deny rules."""
 _NESTED_DEPTH = 3
 """How deep strings run by ``eval`` / ``sh -c`` are parsed for deny rules."""
 _WRAPPED_DEPTH = 8
@@ -414,7 +424,12 @@ def analyse(command: str, root: str, cwd: str | None, limit: int = 50) -> ShellA
         limit: More simple commands than this make the line opaque.
     """
     out = ShellAnalysis()
-    _Reader(out, root, cwd).read(command, 0)
+    reader = _Reader(out, root, cwd)
+    if len(command) > _MAX_TEXT:
+        reader.opaque(f"it is longer than {_MAX_TEXT:,} characters")
+        reader.unread(command, 0)
+    else:
+        reader.read(command, 0)
     if any(c.cwd is None for c in out.commands):
         out.opaque = out.opaque or "it runs outside the workspace (or where cd cannot be followed)"
     if len(out.commands) > limit:
@@ -434,14 +449,27 @@ class _Reader:
         self.tries = _EXPANSION_TRIES
         self.seen: set[tuple[tuple[Word, ...], str | None]] = set()
         """The simple commands collected, each once."""
+        self.words_left = _WORD_BUDGET
+        self.parse_left = _PARSE_BUDGET
 
     def opaque(self, why: str) -> None:
         if not self.out.opaque:
             self.out.opaque = why
 
+    def parse(self, text: str) -> list[Any] | None:
+        """``text`` parsed, or ``None`` once the analysis has parsed
+        :data:`_PARSE_BUDGET` characters (the line is opaque then)."""
+        if len(text) > self.parse_left:
+            self.opaque("it holds more text to parse than can be read")
+            return None
+        self.parse_left -= len(text)
+        return _parse(text)
+
     def read(self, command: str, depth: int) -> None:
         try:
-            trees = _parse(command)
+            trees = self.parse(command)
+            if trees is None:
+                return  # past the budget: the line is opaque, the rest unread
         except Exception as exc:  # bashlex raises many kinds for what it cannot read
             self.opaque(f"the shell parser cannot read it ({type(exc).__name__})")
             self.unread(command, depth)
@@ -539,9 +567,11 @@ class _Reader:
                 return
             self.tries -= 1
             try:
-                trees = _parse(body)
+                trees = self.parse(body)
             except Exception:  # not a command text: not how the shell reads it
                 continue
+            if trees is None:
+                return
             saved = self.cwd
             self.walk(body, trees, depth + 1)
             self.cwd = saved
@@ -579,13 +609,14 @@ class _Reader:
         """Collect the simple command ``words`` and what it runs in turn."""
         if not words:
             return
+        if len(self.seen) >= _COMMAND_BUDGET or len(words) > self.words_left:
+            self.opaque("it runs more commands than can be read")
+            return
         found = Command(tuple(words), self.cwd)
         key = (found.words, found.cwd)
         if wrapped and key in self.seen:
             return  # the same words, reached through another wrapper: read once
-        if len(self.seen) >= _COMMAND_BUDGET:
-            self.opaque(f"it runs more than {_COMMAND_BUDGET} commands to read")
-            return
+        self.words_left -= len(words)
         self.seen.add(key)
         self.out.commands.append(found)
         name = words[0]
@@ -612,19 +643,20 @@ class _Reader:
             self.opaque(f"what {base} runs cannot be told")
             if wrapped >= _WRAPPED_DEPTH:
                 return
-            for j in range(1, len(words)):
-                self.simple(words[j:], depth, wrapped + 1)
+            for inner in self.suffixes(words, 1):
+                self.simple(inner, depth, wrapped + 1)
         elif base in _JOINED_RUNNERS and len(words) > 1:
             self.opaque(f"it runs its words as a shell string ({base})")
             if depth < _NESTED_DEPTH:
-                texts = [" ".join(w.text for w in words[j:]) for j in range(1, len(words))]
+                texts = (" ".join(w.text for w in inner) for inner in self.suffixes(words, 1))
                 # an option's value may be a command too (ssh -o ProxyCommand='rm x')
-                texts += [w.text.split("=", 1)[1] for w in words[1:] if "=" in w.text]
-                for text in texts:
+                values = (w.text.split("=", 1)[1] for w in words[1:] if "=" in w.text)
+                for text in (*values, *texts):
                     if self.tries <= 0:
                         break
-                    self.tries -= 1
-                    self.nested(text, depth)
+                    if len(text) <= _MAX_TEXT:
+                        self.tries -= 1
+                        self.nested(text, depth)
         elif base in ("cd", "pushd", "popd"):
             self.change_directory(words)
         if base in _WRAPPERS or (base == "find" and any(w.text in _FIND_EXEC for w in words)):
@@ -645,7 +677,16 @@ class _Reader:
         elif strings == [] and base != "busybox":
             self.opaque(f"it starts a shell that reads commands from its input ({base})")
 
-    def wrapped(self, base: str, words: list[Word], depth: int) -> list[list[Word]]:
+    def suffixes(self, words: list[Word], start: int) -> Iterator[list[Word]]:
+        """``words[j:]`` for each ``j`` from ``start``: each may be a command; those
+        longer than the words left to read are skipped (the line is opaque then)."""
+        for j in range(start, len(words)):
+            if len(words) - j <= self.words_left:
+                yield words[j:]
+            else:
+                self.opaque("it runs more commands than can be read")
+
+    def wrapped(self, base: str, words: list[Word], depth: int) -> Iterable[list[Word]]:
         """The commands a wrapper runs (``sudo rm x`` runs ``rm x``); ``xargs`` and
         ``find -exec`` add unknown words to theirs."""
         if base == "find":
@@ -666,7 +707,7 @@ class _Reader:
             i = self.operands(base, spec, words, i)
         except _Unsure as unsure:  # an option or a command: each later word may start it
             self.opaque(f"what {base} runs cannot be told")
-            return [words[j:] for j in range(unsure.index + 1, len(words))]
+            return self.suffixes(words, unsure.index + 1)
         names = {name for name, _ in options}
         split = [value for name, value in options if name in ("-S", "--split-string")]
         if base == "env" and split:
@@ -686,7 +727,7 @@ class _Reader:
             # no command is named so (env -i A=1 -u X rm runs "-u"): an option the
             # tool may read after all, so each later word may start the command
             self.opaque(f"what {base} runs cannot be told")
-            return [words[j:] for j in range(i + 1, len(words))]
+            return self.suffixes(words, i + 1)
         if base == "watch" and not names & {"-x", "--exec"}:
             # it runs its words joined, as a shell string
             self.opaque("it runs a string as commands (watch)")
