@@ -43,11 +43,15 @@ class CallRecord:
         depth: 0 for a call from the host, 1 for a call made by that call's tool, ...
         calls: How many calls the call's tool made through its context so far.
         effective: The tool that produced this call's result, when it delegated.
-        slots: (root only) The state slots touched by the call and its inner calls.
+        slots: (root only) The state slots touched by the call and its inner calls (and
+            not saved yet).
+        seen: (root only) For each model in ``slots``, the slot's
+            :attr:`~toolweave.state.StateSlot.resets` when the call first used it: a
+            save finding it moved knows another save reloaded the model under the call.
         held: (root only) Keys of the state locks held for the call.
     """
 
-    __slots__ = ("calls", "depth", "effective", "held", "root", "slots")
+    __slots__ = ("calls", "depth", "effective", "held", "root", "seen", "slots")
 
     def __init__(self, parent: CallRecord | None = None) -> None:
         self.root: CallRecord = self if parent is None else parent.root
@@ -55,14 +59,21 @@ class CallRecord:
         self.calls = 0
         self.effective: str | None = None
         self.slots: dict[type[BaseModel], StateSlot] | None = None
+        self.seen: dict[type[BaseModel], int] | None = None
         self.held: set[str] | None = None
 
     def touch(self, slot: StateSlot) -> None:
         """Remember that the call used ``slot`` (persisted after the outer call)."""
         root = self.root
-        if root.slots is None:
-            root.slots = {}
-        root.slots[slot.model] = slot
+        slots = root.slots
+        seen = root.seen
+        if slots is None or seen is None:
+            slots = root.slots = {}
+            seen = root.seen = {}
+        model = slot.model
+        if model not in slots:
+            slots[model] = slot
+            seen[model] = slot.resets
 
 
 class Context:
@@ -301,8 +312,9 @@ class Context:
         if finished:  # a reminder: the call's state is saved already, nothing to record
             return self.session.state.get(model)
         self._check_state(model)
-        slot = self.session.state.slot(model)
-        self._call_record().touch(slot)
+        record = self._call_record()
+        slot = self.session.state.slot(model, record.root.held)
+        record.touch(slot)
         value: Any = slot.value
         return value  # type: ignore[no-any-return]
 
@@ -313,7 +325,8 @@ class Context:
             UsageError: The tool does not declare ``type(value)`` as its state.
         """
         self._check_state(type(value))
-        self._call_record().touch(self.session.state.replace(value))
+        record = self._call_record()
+        record.touch(self.session.state.replace(value, record.root.held))
 
     # -- other tools and the host -----------------------------------------------------
 

@@ -12,13 +12,15 @@ a parent call). In order:
    call whose ``async`` step waits (for approval) is tracked from then on, so
    ``cancel(call_id)`` ends it (elsewhere than asyncio: every such call, in a cancel
    scope);
-5. **lock** the tool's exclusive state models (a wait counts against the deadline);
+5. **lock** the tool's exclusive state models (a wait counts against the deadline),
+   held until the state the call changed is saved;
 6. **execute**: the first step inline, the rest under the deadline and cancellable by
    id (:mod:`toolweave.runtime._deadline`); a streaming tool step by step, its progress
    to the sink; on event loops other than asyncio, inside a cancel scope;
 7. **finish**: the output through the tool's declared type, the model's text;
-8. **post-process** (calls from the host): save the state the call touched, append
-   reminders (not to a cancelled call's result);
+8. **post-process** (calls from the host): save the state the call touched (a call
+   holding state locks saved it before giving them back), append reminders (not to a
+   cancelled call's result);
 9. **after**: the hooks' ``after`` or ``on_error`` steps.
 
 A session without hooks skips 2, 4 and 9 with one test each; a call that neither
@@ -276,7 +278,7 @@ async def run_call(
     if _parent is None:
         record = ctx._record
         if record is not None and record.slots:
-            result = await _save(session, ctx, result)
+            result = await _save(session, ctx, result, record)
         reminders = session._reminders
         if reminders and (result.error is None or result.error.kind is not ErrorKind.CANCELLED):
             ctx._finished = True  # reminders may read any state now
@@ -384,14 +386,30 @@ def _result(ctx: Context, raw: Any) -> CallResult:
     return CallResult(output, text, None, ctx.call_id, effective, entry.name)
 
 
-async def _save(session: Session, ctx: Context, result: CallResult) -> CallResult:
-    """Save the state a call from the host touched (step 8); a conflict with another
-    writer turns a success into ``execution_error`` (nothing is lost: the other write
-    is kept)."""
-    record = ctx._record
-    assert record is not None
-    assert record.slots is not None
-    conflict = await session._state.persist(list(record.slots.values()))
+async def _save(
+    session: Session,
+    ctx: Context,
+    result: CallResult,
+    record: CallRecord,
+    keys: set[str] | None = None,
+) -> CallResult:
+    """Save the state the call touched (``record`` is the outermost call's; ``keys``:
+    only the models of those keys), and forget it (nothing is left to save for it); a
+    conflict with another writer turns a success into ``execution_error`` (nothing is
+    lost: the other write is kept)."""
+    slots = record.slots
+    seen = record.seen
+    assert slots is not None
+    if keys is None:
+        record.slots = record.seen = None
+        mine = list(slots.values())
+    else:
+        mine = [slot for slot in slots.values() if slot.key in keys]
+        if not mine:
+            return result
+        for slot in mine:
+            del slots[slot.model]
+    conflict = await session._state.persist(mine, seen=seen)
     if conflict is None or result.error is not None:
         return result
     entry = ctx.entry
@@ -466,18 +484,29 @@ async def _run_locked(
                 raw = await _execute_coro(session, coro, entry, running)
             else:
                 raw = tool.invoke(ctx, args)  # type: ignore[misc]
-            return _result(ctx, raw)
+            result = _result(ctx, raw)
         except Abandoned:
             err = ToolError(ErrorKind.CANCELLED, f"{entry.name} was stopped: its stream was closed")
-            return error_result(err, entry, call_id)
+            result = error_result(err, entry, call_id)
         except Stopped:
-            return error_result(stop_error(running, entry, timeout), entry, call_id)
+            result = error_result(stop_error(running, entry, timeout), entry, call_id)
         except TOOL_FAILURES as exc:
-            return from_exception(exc, entry, call_id)
+            result = from_exception(exc, entry, call_id)
         except BaseException as exc:  # a GeneratorExit, a foreign BaseException, ...
             if steers(exc):
                 raise
-            return from_exception(exc, entry, call_id)
+            result = from_exception(exc, entry, call_id)
+        if taken and root is not None and root.slots:
+            # Saved before the locks are given back: the next call holding them must not
+            # change the state while this call's save runs (a conflict would reload it
+            # under that call). A call from the host saves all it touched (step 8 then
+            # finds nothing left); an inner call the models whose locks it took (the
+            # outer call does not hold them when it saves).
+            if ctx._record is root:
+                result = await _save(session, ctx, result, root)
+            else:
+                result = await _save(session, ctx, result, root, {key for key, _ in taken})
+        return result
     finally:
         if taken:
             assert root is not None

@@ -17,6 +17,14 @@ process) write the same session id:
   reloaded from the store (the other writer's update is kept, the call's change is
   dropped), a warning is logged, and ``persist`` returns the
   :class:`~toolweave.state.StateConflict`.
+* Such a reload replaces what the live instance holds, so it also drops what other
+  calls still running changed in it and did not save yet: every reload counts in
+  :attr:`StateSlot.resets`, each call remembers the count when it first uses a slot
+  (``persist(..., seen=...)``), and a call whose slot was reloaded meanwhile saves
+  nothing and gets the conflict too (its changed slots are reloaded in turn). A check
+  at the start of a call that loads another writer's state counts as a reload only
+  when a call holding the model's lock (which may have read it, not yet written) is
+  under way.
 * :meth:`SessionState.update` is a read-modify-write that cannot lose updates: under
   the model's lock it reloads, applies a function and saves, and on a conflict reloads
   and applies the function again.
@@ -39,7 +47,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, final
 
@@ -159,6 +167,8 @@ class StateSlot:
             call that used the slot).
         revision: The store's revision taken before ``saved`` was read (``None``: unknown,
             or the store has none).
+        resets: How often the live instance was reloaded in place while calls that had
+            used it may still have been running (see the module's docstring).
         extra: The top-level fields of the stored value the model does not know, as
             JSON members (``"a":1,"b":[2]``) written back with every save (``None``:
             none).
@@ -172,6 +182,7 @@ class StateSlot:
         "extra",
         "key",
         "model",
+        "resets",
         "revision",
         "saved",
         "value",
@@ -188,6 +199,7 @@ class StateSlot:
         self.version = version
         self.check = False
         self.revision: Any = None
+        self.resets = 0
         self.extra: str | None = None
         self.backup: tuple[str, str] | None = None
 
@@ -369,10 +381,15 @@ class SessionState:
         slot.extra = fresh.extra
         slot.backup = fresh.backup
 
-    def _refresh(self, slot: StateSlot) -> None:
+    def _refresh(self, slot: StateSlot, held: Collection[str] | None = None) -> None:
         """Load what another writer stored for ``slot`` since it was read, unless the
         slot holds a change not saved yet (that change's save will conflict). Nothing is
-        read when the store's revision has not moved since the slot was read."""
+        read when the store's revision has not moved since the slot was read.
+
+        ``held``: the keys whose locks the caller holds. When the model's lock is held
+        by another call (which may have read the instance and not written yet), the
+        reload counts in :attr:`StateSlot.resets`, so that call's save fails.
+        """
         revision = self._current_revision()
         if revision is not None and revision == slot.revision:
             return
@@ -386,10 +403,17 @@ class SessionState:
             return
         self._reset(slot, stored)
         slot.revision = revision
+        if held is None or slot.key not in held:
+            lock = self._locks.get(slot.key)
+            if lock is not None and lock.value == 0:
+                slot.resets += 1
 
-    def slot(self, model: type[BaseModel]) -> StateSlot:
+    def slot(self, model: type[BaseModel], held: Collection[str] | None = None) -> StateSlot:
         """The slot of ``model``, loading it on first access (and checking it against
         the store on the first access after a call used it).
+
+        ``held``: the keys of the state locks the caller holds (a call's; see
+        :meth:`_refresh`).
 
         Raises:
             UsageError: ``model`` is not a pydantic model, or has required fields and
@@ -399,7 +423,7 @@ class SessionState:
         if slot is not None:
             if slot.check:
                 slot.check = False
-                self._refresh(slot)
+                self._refresh(slot, held)
             return slot
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise UsageError(f"state must be a pydantic model class, got {model!r}")
@@ -418,9 +442,9 @@ class SessionState:
         value: Any = self.slot(model).value
         return value  # type: ignore[no-any-return]
 
-    def replace(self, value: BaseModel) -> StateSlot:
-        """Make ``value`` the live instance of its model."""
-        slot = self.slot(type(value))
+    def replace(self, value: BaseModel, held: Collection[str] | None = None) -> StateSlot:
+        """Make ``value`` the live instance of its model (``held``: as for :meth:`slot`)."""
+        slot = self.slot(type(value), held)
         slot.value = value
         return slot
 
@@ -448,7 +472,9 @@ class SessionState:
             found = self._locks_of[models] = tuple(sorted(by_key.items()))
         return found
 
-    async def persist(self, slots: Iterable[StateSlot]) -> StateConflict | None:
+    async def persist(
+        self, slots: Iterable[StateSlot], *, seen: Mapping[type[BaseModel], int] | None = None
+    ) -> StateConflict | None:
         """Save the ``slots`` whose JSON changed, in one compare-and-set transaction;
         shielded from cancellation.
 
@@ -457,32 +483,59 @@ class SessionState:
         reloaded from the store (their live instances now hold the other writer's
         data), a warning is logged and the conflict is returned.
 
+        Args:
+            slots: The slots to save.
+            seen: For a call: each model's :attr:`StateSlot.resets` when the call first
+                used it. When one moved since (another save reloaded the model while the
+                call ran, dropping what the call had changed in it), nothing is saved,
+                the changed slots are reloaded and the conflict is returned.
+
         Returns:
             The conflict, or ``None`` when the changes were saved (or there were none,
             or the store failed).
         """
-        return await self._persist(list(slots), announce=True)
+        return await self._persist(list(slots), announce=True, seen=seen)
 
-    async def _persist(self, slots: list[StateSlot], *, announce: bool) -> StateConflict | None:
+    async def _persist(
+        self,
+        slots: list[StateSlot],
+        *,
+        announce: bool,
+        seen: Mapping[type[BaseModel], int] | None = None,
+    ) -> StateConflict | None:
         try:
-            if all(slot.value.model_dump_json() == slot.saved for slot in slots):
+            for slot in slots:
+                if slot.value.model_dump_json() != slot.saved or (
+                    seen is not None and seen.get(slot.model, slot.resets) != slot.resets
+                ):
+                    break
+            else:
                 return None
             with anyio.CancelScope(shield=True):
                 if self._persist_lock is None:
                     self._persist_lock = anyio.Lock()
                 async with self._persist_lock:
-                    return await self._save(slots, announce)
+                    return await self._save(slots, announce, seen)
             return None  # pragma: no cover - a shielded scope is never cancelled
         finally:
             for slot in slots:
                 slot.check = True
 
-    async def _save(self, slots: list[StateSlot], announce: bool) -> StateConflict | None:
+    async def _save(
+        self,
+        slots: list[StateSlot],
+        announce: bool,
+        seen: Mapping[type[BaseModel], int] | None,
+    ) -> StateConflict | None:
         changed: list[tuple[StateSlot, str]] = []
         for slot in slots:
             data = slot.value.model_dump_json()
             if data != slot.saved:
                 changed.append((slot, data))
+        if seen is not None:
+            wiped = [s for s in slots if seen.get(s.model, s.resets) != s.resets]
+            if wiped:  # reloaded under the call: what it changed may be gone
+                return await self._dropped(wiped, [s for s, _ in changed], announce)
         if not changed:
             return None
         changes: dict[str, str | None] = {s.key: d for s, d in changed}
@@ -512,18 +565,8 @@ class SessionState:
                 logger.warning(
                     "%s; the session reloaded it and its unsaved change was dropped", conflict
                 )
-            try:
-                keys = [s.key for s, _ in changed]
-                if blocking:
-                    now = await anyio.to_thread.run_sync(store.load, self.session_id, keys)
-                else:
-                    now = store.load(self.session_id, keys)
-            except Exception:
-                logger.exception("reloading the state of session %s failed", self.session_id)
-                return conflict
-            for slot, _ in changed:
-                self._reset(slot, now.get(slot.key))
-                slot.revision = None
+            slots = [s for s, _ in changed]
+            self._reload(slots, await self._load([s.key for s in slots]))
             return conflict
         except Exception as exc:
             self._save_failed(exc)
@@ -548,6 +591,47 @@ class SessionState:
                 )
                 slot.backup = None
         return None
+
+    async def _load(self, keys: list[str]) -> dict[str, StoredState] | None:
+        """What the store holds for ``keys`` (``None``: reading failed, logged)."""
+        store = self.store
+        try:
+            if getattr(store, "blocking", True):
+                return await anyio.to_thread.run_sync(store.load, self.session_id, keys)
+            return store.load(self.session_id, keys)
+        except Exception:
+            logger.exception("reloading the state of session %s failed", self.session_id)
+            return None
+
+    def _reload(self, slots: list[StateSlot], now: Mapping[str, StoredState] | None) -> None:
+        """Make ``slots`` hold ``now`` (what the store holds; ``None``: it could not be
+        read, they are left as they are), in place. Each counts the reload in
+        :attr:`StateSlot.resets`: calls still running that had used them lost what they
+        changed in them and did not save yet, and their saves fail."""
+        if now is None:
+            return
+        for slot in slots:
+            self._reset(slot, now.get(slot.key))
+            slot.revision = None
+            slot.resets += 1
+
+    async def _dropped(
+        self, wiped: list[StateSlot], changed: list[StateSlot], announce: bool
+    ) -> StateConflict:
+        """The save of a call whose ``wiped`` slots another save reloaded while it ran:
+        nothing is saved, its ``changed`` slots are reloaded (what they hold may be what
+        is left of its change), and the call gets a conflict."""
+        keys = {s.key: s for s in (*wiped, *changed)}
+        now = await self._load(list(keys))
+        self._reload(changed, now)
+        conflict = StateConflict(self.session_id, {s.key: (now or {}).get(s.key) for s in wiped})
+        if announce:
+            logger.warning(
+                "%s; another save of the session reloaded it while a call that used it ran, "
+                "dropping the call's change",
+                conflict,
+            )
+        return conflict
 
     def _save_failed(self, exc: Exception) -> None:
         """Log a failed save: with its traceback the first time, and again only when it
@@ -611,7 +695,8 @@ class SessionState:
                     slot = self.slot(model)
                 else:
                     slot.check = False
-                    self._refresh(slot)
+                    self._refresh(slot, (slot.key,))
+                seen: dict[type[BaseModel], int] = {model: slot.resets}
                 current: Any = slot.value
                 result = change(current)
                 if result is not None and result is not current:
@@ -620,7 +705,7 @@ class SessionState:
                             f"update of {model.__qualname__} returned a {type(result).__qualname__}"
                         )
                     slot.value = result
-                conflict = await self._persist([slot], announce=False)
+                conflict = await self._persist([slot], announce=False, seen=seen)
                 if conflict is None:
                     value: Any = slot.value
                     return value  # type: ignore[no-any-return]

@@ -96,12 +96,13 @@ def _is_read_only(exc: BaseException) -> bool:
     )
 
 
-def _close_quietly(holder: list[sqlite3.Connection | None]) -> None:
-    conn = holder[0]
-    holder[0] = None
-    if conn is not None:
-        with contextlib.suppress(sqlite3.Error):
-            conn.close()
+def _close_quietly(*holders: list[sqlite3.Connection | None]) -> None:
+    for holder in holders:
+        conn = holder[0]
+        holder[0] = None
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -170,6 +171,13 @@ class SQLiteStateStore:
     Reads do not check (three ``stat`` calls would double the cost of the read after
     every call): until the next save they may show what the old file held.
 
+    Reads (:meth:`load`, :meth:`revision`) have a connection and a lock of their own, so
+    they never wait for a save, which may wait up to ``busy_timeout`` for another
+    process's write lock (a session reads on the event loop; in WAL mode readers do not
+    wait for writers). Both connections are opened together and replaced together (a
+    file moved or damaged); only a read that finds the file damaged waits for a save
+    under way before moving it aside.
+
     Args:
         path: The database file; its folder is created with it when missing.
         busy_timeout: Seconds to wait for another process's write lock.
@@ -179,19 +187,29 @@ class SQLiteStateStore:
         self.path = Path(path)
         self.busy_timeout = busy_timeout
         self._lock = threading.Lock()
+        """Held for each save, and while the saving connection is opened or replaced."""
         self._holder: list[sqlite3.Connection | None] = [None]
+        """The connection that saves."""
         self._identity: tuple[tuple[int, int] | None, ...] | None = None
-        """The files the connection has open (device, inode): the database, and for a
-        connection that may write its ``-wal`` and ``-shm`` files."""
+        """The files the saving connection has open (device, inode): the database, and
+        for a connection that may write its ``-wal`` and ``-shm`` files."""
+        self._read_lock = threading.Lock()
+        """Held for each read, and while the reading connection is opened or replaced."""
+        self._reader: list[sqlite3.Connection | None] = [None]
+        """The connection that reads (it never waits for the saving one)."""
+        self._reader_file: tuple[int, int] | None = None
+        """The database file the reading connection has open."""
         self._writes = 0
-        """Saves through this store (``PRAGMA data_version`` does not count them)."""
+        """Saves through this store and reopenings of the saving connection."""
+        self._reads = 0
+        """Openings of the reading connection (each counts ``data_version`` afresh)."""
         self._closed = False
         self._read_only = False
-        """The connection is read-only (the file may not be written)."""
-        self._finalizer = weakref.finalize(self, _close_quietly, self._holder)
+        """The connection last opened is read-only (the file may not be written)."""
+        self._finalizer = weakref.finalize(self, _close_quietly, self._holder, self._reader)
         if self.path.exists():
-            with exclusive(self._lock_path, busy_timeout):
-                self._holder[0] = self._open_locked()
+            with self._lock:
+                self._reopen()
 
     @classmethod
     def of_workspace(cls, workspace: str | Path) -> SQLiteStateStore:
@@ -280,16 +298,18 @@ class SQLiteStateStore:
     def _lock_path(self) -> Path:
         return self.path.with_name(f"{self.path.name}.lock")
 
-    def _open_locked(self) -> sqlite3.Connection:
+    def _open_locked(self, writer: bool = True) -> sqlite3.Connection:
         try:
-            return self._connect()
+            return self._connect(writer)
         except Exception as exc:
             if not _is_damage(exc):
                 raise
             self._quarantine(str(exc))
-            return self._connect()
+            return self._connect(writer)
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, writer: bool = True) -> sqlite3.Connection:
+        """A connection to the file at :attr:`path`: the saving one (``writer``, whose
+        files :attr:`_identity` records) or the reading one."""
         conn = sqlite3.connect(
             self.path,
             timeout=self.busy_timeout,
@@ -306,15 +326,18 @@ class SQLiteStateStore:
             conn.close()
             if not _is_read_only(exc) or not self.path.exists():
                 raise
-            return self._connect_read_only()
+            return self._connect_read_only(writer)
         except BaseException:
             conn.close()
             raise
-        self._identity = identity
+        if writer:
+            self._identity = identity
+        else:
+            self._reader_file = identity[0]
         self._read_only = False
         return conn
 
-    def _connect_read_only(self) -> sqlite3.Connection:
+    def _connect_read_only(self, writer: bool = True) -> sqlite3.Connection:
         """The file as it is now, for reading (``immutable``: a WAL file in a folder
         this process may not write cannot be opened otherwise)."""
         uri = f"{self.path.absolute().as_uri()}?immutable=1"
@@ -332,7 +355,10 @@ class SQLiteStateStore:
                 "fail until it may be written again",
                 self.path,
             )
-        self._identity = identity
+        if writer:
+            self._identity = identity
+        else:
+            self._reader_file = identity[0]
         self._read_only = True
         return conn
 
@@ -412,23 +438,41 @@ class SQLiteStateStore:
         )
         return target
 
-    def _recover(self, reason: str) -> sqlite3.Connection:
-        """After damage showed on the open connection: move the file aside, but only if
-        the path still names the file that failed (another process may have replaced it
-        already), and reconnect."""
-        failed = self._identity[0] if self._identity else None
-        self._writes += 1  # a new connection counts data_version afresh
-        _close_quietly(self._holder)
-        with exclusive(self._lock_path, self.busy_timeout):
-            if failed is not None and _file_id(self.path) == failed:
-                self._quarantine(reason)
-            conn = self._open_locked()
-        self._holder[0] = conn
+    def _reopen(
+        self, failed: tuple[tuple[int, int] | None, str] | None = None
+    ) -> sqlite3.Connection:
+        """Open the saving connection, and the reading one anew beside it (so both have
+        the same files open), closing what is open first: the reading connection, then
+        the saving one, which, closed last, writes what it committed into the database
+        file. With ``failed`` (the file that showed damage, and how), that file is moved
+        aside first if the path still names it (another process may have replaced it
+        already). Called with ``self._lock`` held."""
+        with self._read_lock:
+            self._writes += 1  # new connections count data_version afresh
+            self._reads += 1
+            _close_quietly(self._reader, self._holder)
+            with exclusive(self._lock_path, self.busy_timeout):
+                if (
+                    failed is not None
+                    and failed[0] is not None
+                    and _file_id(self.path) == failed[0]
+                ):
+                    self._quarantine(failed[1])
+                conn = self._holder[0] = self._open_locked()
+                try:
+                    self._reader[0] = self._open_locked(writer=False)
+                except Exception:  # pragma: no cover - reads open it when they need it
+                    logger.debug("opening state store %s for reading failed", self.path)
         return conn
 
+    def _recover(self, reason: str) -> sqlite3.Connection:
+        """After damage showed on the saving connection: move the file aside (see
+        :meth:`_reopen`) and reconnect. Called with ``self._lock`` held."""
+        return self._reopen((self._identity[0] if self._identity else None, reason))
+
     def _conn(self, create: bool) -> sqlite3.Connection | None:
-        """The connection; ``None`` when the file does not exist yet and ``create`` is
-        false (nothing is stored then). Called with ``self._lock`` held."""
+        """The saving connection; ``None`` when the file does not exist yet and
+        ``create`` is false. Called with ``self._lock`` held."""
         conn = self._holder[0]
         if conn is not None:
             return conn
@@ -438,43 +482,60 @@ class SQLiteStateStore:
             if not create:
                 return None
             make_folder(self.path)
+        return self._reopen()
+
+    def _read_conn(self) -> sqlite3.Connection | None:
+        """The reading connection; ``None`` when the file does not exist (nothing is
+        stored then). Called with ``self._read_lock`` held."""
+        conn = self._reader[0]
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise sqlite3.ProgrammingError(f"state store {self.path} is closed")
+        if not self.path.exists():
+            return None
+        self._reads += 1  # a new connection counts data_version afresh
         with exclusive(self._lock_path, self.busy_timeout):
-            conn = self._holder[0] = self._open_locked()
+            conn = self._reader[0] = self._open_locked(writer=False)
         return conn
 
     def _drop_moved(self) -> None:
-        """Close the connection to a file the path no longer names (deleted or replaced
-        by another file): what it reads is stale and what it writes reaches no other
+        """Close the connections to a file the path no longer names (deleted or replaced
+        by another file): what they read is stale and what they write reaches no other
         process, and no later one. The next use opens the file at the path (or, for a
-        save, creates one)."""
+        save, creates one). Called with ``self._lock`` held."""
         logger.warning(
             "state store %s or its -wal or -shm file was deleted or replaced while open; "
             "using the files now at that path",
             self.path,
         )
-        self._writes += 1  # a new connection counts data_version afresh
-        _close_quietly(self._holder)
+        with self._read_lock:
+            self._writes += 1  # new connections count data_version afresh
+            self._reads += 1
+            _close_quietly(self._reader, self._holder)
 
     # -- the interface --------------------------------------------------------------
 
-    def revision(self) -> tuple[int, int]:
+    def revision(self) -> tuple[int, int, int]:
         """Moves whenever the file may have changed (see
-        :class:`~toolweave.state.StateStore`): ``PRAGMA data_version`` of this
-        store's connection, which changes when another connection (of any process)
-        commits, with a count of this store's own saves and reconnections.
-        Raises as :meth:`load` does."""
-        with self._lock:
-            conn = self._conn(False)
-            if conn is None:
-                return (0, self._writes)
-            try:
-                row = conn.execute("PRAGMA data_version").fetchone()
-            except sqlite3.DatabaseError as exc:
-                if not _is_damage(exc):
-                    raise
-                conn = self._recover(str(exc))
-                row = conn.execute("PRAGMA data_version").fetchone()
-            return (int(row[0]), self._writes)
+        :class:`~toolweave.state.StateStore`): ``PRAGMA data_version`` of the reading
+        connection, which changes when another connection (this store's saving one, or
+        one of any process) commits, with counts of this store's own saves and
+        reconnections. Raises as :meth:`load` does."""
+        for attempt in (1, 2):
+            with self._read_lock:
+                conn = self._read_conn()
+                if conn is None:
+                    return (0, self._writes, self._reads)
+                try:
+                    row = conn.execute("PRAGMA data_version").fetchone()
+                    return (int(row[0]), self._writes, self._reads)
+                except sqlite3.DatabaseError as exc:
+                    if attempt == 2 or not _is_damage(exc):
+                        raise
+                    failed = (self._reader_file, str(exc))
+            self._recover_read(failed)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
         """See :meth:`~toolweave.state.StateStore.load`."""
@@ -485,19 +546,29 @@ class SQLiteStateStore:
                 return {}
             params.extend(keys)
             sql += f" AND key IN ({', '.join('?' * len(keys))})"
-        with self._lock:
-            conn = self._conn(False)
-            if conn is None:
-                return {}
-            for attempt in (1, 2):
+        for attempt in (1, 2):
+            with self._read_lock:
+                conn = self._read_conn()
+                if conn is None:
+                    return {}
                 try:
                     rows = conn.execute(sql, params).fetchall()
-                    break
+                    return {str(k): StoredState(str(v), int(n)) for k, v, n in rows}
                 except sqlite3.DatabaseError as exc:
                     if attempt == 2 or not _is_damage(exc):
                         raise
-                    conn = self._recover(str(exc))
-        return {str(k): StoredState(str(v), int(n)) for k, v, n in rows}
+                    failed = (self._reader_file, str(exc))
+            self._recover_read(failed)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _recover_read(self, failed: tuple[tuple[int, int] | None, str]) -> None:
+        """After damage showed on the reading connection: move the file aside and reopen
+        both connections (see :meth:`_reopen`), holding the saving lock, so that no save
+        of this store is writing to the file meanwhile (this read may wait for one)."""
+        with self._lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError(f"state store {self.path} is closed")
+            self._reopen(failed)
 
     def save(
         self,
@@ -588,7 +659,7 @@ class SQLiteStateStore:
         return versions
 
     def close(self) -> None:
-        """Close the database connection."""
-        with self._lock:
+        """Close the database connections."""
+        with self._lock, self._read_lock:
             self._closed = True
-            _close_quietly(self._holder)
+            _close_quietly(self._holder, self._reader)
