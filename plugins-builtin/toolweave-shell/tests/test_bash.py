@@ -265,6 +265,37 @@ async def test_processes_left_running_after_a_normal_exit_are_stopped(
     assert plain.text == "plain"
 
 
+async def test_a_command_that_redirects_its_own_output_runs_to_its_end(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """``exec >build.log 2>&1`` ends the output while the shell works on: the call waits
+    for the shell (up to its timeout), not just the kill grace, and stops nothing."""
+    session = make_session()
+    command = "exec >build.log 2>&1; echo compiling; sleep 3; echo build ok > result.txt; echo done"
+    result = await session.call("bash", {"command": command, "timeout": 60_000})
+    assert result.error is None, result.text
+    assert (workspace / "result.txt").read_text() == "build ok\n"
+    assert (workspace / "build.log").read_text() == "compiling\ndone\n"
+    assert result.output["exit_code"] == 0
+    assert "SIGTERM" not in result.text
+    assert result.output["note"] is None
+
+
+async def test_a_command_that_redirects_its_output_still_times_out(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """A shell that closed its output and runs past the timeout is a timeout like any
+    other: it and what it started are stopped."""
+    session = make_session()
+    command = "exec >/dev/null 2>&1; echo $$ > pid; sleep 60 & echo $! >> pid; wait"
+    result = await session.call("bash", {"command": command, "timeout": 1000})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.TIMEOUT
+    pids = _pids(workspace / "pid")
+    assert len(pids) == 2
+    assert _alive(pids) == []
+
+
 async def test_a_partial_line_streams_after_a_short_wait(make_session: SessionFactory) -> None:
     """Output without a newline ("waiting...") is shown within about a quarter second,
     long before the command ends, and the rest of the line follows as its own item."""

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from toolweave import PackManager, Resources, Session
 from toolweave.processes import process_alive
-from toolweave_shell import BackgroundTasks, ShellTasks, pack
+from toolweave_shell import BackgroundTasks, LocalTerminal, ShellTasks, Terminal, pack
 
 pytestmark = pytest.mark.anyio
 
@@ -114,3 +114,30 @@ async def test_closing_one_session_spares_the_tasks_of_another(
     assert listed.output["task"]["status"] == "running"
     await second.aclose()
     assert _running(_pids(second_ws / "pids")) == []
+
+
+async def test_closing_stops_tasks_that_ignore_sigterm_together(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Six tasks that ignore SIGTERM share one grace period (1 s) when their session
+    closes: well under the 6 s it takes to stop them one after another."""
+    packs = PackManager(strict=True)
+    packs.add("shell", pack)
+    host = Resources()
+    host.insert(LocalTerminal(kill_grace=1.0), Terminal)
+    host.insert(BackgroundTasks(root=tmp_path / "tasks"))
+    session = packs.builder().build().session(workspace=workspace, resources=host)
+    command = "echo $$ >> pids; trap '' TERM; exec sleep 300"
+    try:
+        for _ in range(6):
+            started = await session.call("bash", {"command": command, "is_background": True})
+            assert started.error is None, started.text
+        assert await _poll(lambda: len(_running(_pids(workspace / "pids"))) == 6)
+        pids = _pids(workspace / "pids")
+        began = time.monotonic()
+        await session.aclose()
+        took = time.monotonic() - began
+        assert _running(pids) == []
+        assert took < 4.0, f"closing took {took:.1f} s"
+    finally:
+        await host.require(BackgroundTasks).kill_all()

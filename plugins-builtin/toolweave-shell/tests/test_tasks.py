@@ -139,6 +139,32 @@ async def test_kill_task_stops_the_whole_process_group(
     assert "had already ended" in again.text
 
 
+async def test_a_task_that_killed_its_own_shell_can_still_be_stopped(
+    make_session: SessionFactory, workspace: Path
+) -> None:
+    """A command that kills the shell wrapping it ends the task's record while it runs
+    on: the status says processes are still running, and ``kill_task`` stops them."""
+    session = make_session()
+    command = "kill -9 $PPID; echo $$ > pid; exec sleep 300"
+    started = await session.call("bash", {"command": command, "is_background": True})
+    task_id = started.output["task_id"]
+    assert await _poll(lambda: len(_pids(workspace / "pid")) == 1)
+    pids = _pids(workspace / "pid")
+    waited = await session.call("wait_tasks", {"task_ids": [task_id], "timeout": 10_000})
+    assert waited.error is None, waited.text
+    assert waited.output["tasks"][0]["status"] == "failed"
+    assert waited.output["tasks"][0]["processes_running"] is True
+    assert "processes it started are still running" in waited.text
+    assert process_alive(pids[0])
+    killed = await session.call("kill_task", {"task_id": task_id})
+    assert killed.error is None, killed.text
+    assert "were still running: they were stopped" in killed.text
+    assert killed.output["task"]["processes_running"] is False
+    assert [p for p in pids if process_alive(p)] == []
+    again = await session.call("kill_task", {"task_id": task_id})
+    assert again.text.startswith(f"{task_id} had already ended:")
+
+
 async def test_unknown_task_is_not_found(make_session: SessionFactory) -> None:
     """An unknown task id is ``not_found`` and names the tasks that exist."""
     session = make_session()

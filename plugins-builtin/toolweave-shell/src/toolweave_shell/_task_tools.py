@@ -72,6 +72,10 @@ class TaskSummary(BaseModel):
     note: str | None = None
     """Why the task ended the way it did, when that needs saying."""
 
+    processes_running: bool = False
+    """The task has ended (its shell exited or was killed on its own) but processes it
+    started still run; ``kill_task`` stops them."""
+
     def line(self) -> str:
         """One line for the model."""
         if self.status == "running":
@@ -82,6 +86,8 @@ class TaskSummary(BaseModel):
             state = "killed"
         else:
             state = "lost (exit code unknown)"
+        if self.processes_running:
+            state += ", but processes it started are still running"
         size = self.unread_bytes
         unread = f"; {size} byte{'' if size == 1 else 's'} of unread output" if size else ""
         return f"{self.task_id} `{_short(self.command)}`: {state}{unread}"
@@ -92,7 +98,7 @@ def _short(command: str, limit: int = 80) -> str:
     return one_line if len(one_line) <= limit else one_line[: limit - 3] + "..."
 
 
-def _summary(record: TaskRecord) -> TaskSummary:
+def _summary(ctx: Context, manager: BackgroundTasks, record: TaskRecord) -> TaskSummary:
     try:
         size = os.path.getsize(record.output_path)
     except OSError:
@@ -104,6 +110,7 @@ def _summary(record: TaskRecord) -> TaskSummary:
         exit_code=record.exit_code,
         unread_bytes=max(size - record.read_offset, 0),
         note=record.note,
+        processes_running=manager.lingers(ctx.session_id, record),
     )
 
 
@@ -224,7 +231,10 @@ reads tasks that already exist."""
             )
         text, truncated = manager.read_new(record, ctx.params(TaskParams).max_output_chars)
         return TaskOutputResult(
-            task=_summary(record), output=text, truncated=truncated, waited_out=waited_out
+            task=_summary(ctx, manager, record),
+            output=text,
+            truncated=truncated,
+            waited_out=waited_out,
         )
 
 
@@ -302,7 +312,9 @@ on servers or watchers: they never end."""
             _clamp_wait(ctx, args.timeout),
             any_=args.wait_for == "any",
         )
-        result = WaitTasksResult(tasks=[_summary(r) for r in records], timed_out=not done)
+        result = WaitTasksResult(
+            tasks=[_summary(ctx, manager, r) for r in records], timed_out=not done
+        )
         result._reader = ctx.tool_name(id=TASK_OUTPUT)
         return result
 
@@ -330,12 +342,20 @@ class KillTaskResult(ToolOutput):
     """Whether the middle of that output was left out."""
 
     already_ended: bool = False
-    """Whether the task had ended before the call (nothing was stopped)."""
+    """Whether the task had ended before the call."""
+
+    stopped_leftovers: bool = False
+    """The task had ended, but processes it started still ran: they were stopped."""
 
     def to_model(self) -> str:
         """The outcome, then the last unread output."""
         if not self.already_ended:
             head = f"Stopped {self.task.task_id} and every process it started."
+        elif self.stopped_leftovers:
+            head = (
+                f"{self.task.task_id} had already ended ({self.task.line()}), but processes "
+                "it started were still running: they were stopped."
+            )
         else:
             head = f"{self.task.task_id} had already ended: {self.task.line()}"
         if self.output:
@@ -354,7 +374,8 @@ Stop a background task (started by {name:bash} with `is_background`) together wi
 every process it started, and get the output you had not read yet.
 
 Use it for servers and watchers you no longer need, or for a task that hangs. A task \
-that has already ended is left as it is. Do not stop tasks the user relies on (a dev \
+that has already ended is left as it is, but processes it started that still run are \
+stopped. Do not stop tasks the user relies on (a dev \
 server they are using) unless they asked you to."""
     capabilities = Capabilities(read_only=False, scope="system", timeout=60.0)
     params = TaskParams
@@ -367,9 +388,12 @@ server they are using) unless they asked you to."""
         state, manager = _prepare(ctx)
         record = manager.get(state, args.task_id)
         already_ended = record.finished
-        if not already_ended:
-            await manager.kill(state, terminal_of(ctx), ctx.session_id, record)
+        stopped = await manager.kill(state, terminal_of(ctx), ctx.session_id, record)
         text, truncated = manager.read_new(record, ctx.params(TaskParams).max_output_chars)
         return KillTaskResult(
-            task=_summary(record), output=text, truncated=truncated, already_ended=already_ended
+            task=_summary(ctx, manager, record),
+            output=text,
+            truncated=truncated,
+            already_ended=already_ended,
+            stopped_leftovers=already_ended and stopped,
         )

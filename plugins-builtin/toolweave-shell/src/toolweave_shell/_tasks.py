@@ -419,24 +419,45 @@ class BackgroundTasks:
             )
         return record
 
+    def lingers(self, session_id: str, record: TaskRecord) -> bool:
+        """Whether ``record`` has ended while processes it started still run (its shell
+        was killed on its own, or it left them behind). Known only for a task this host
+        started or found again while it ran; looks at every process of the machine."""
+        if not record.finished:
+            return False
+        with self._lock:
+            live = self._live.get((session_id, record.id))
+        return live is not None and _tree_alive(live)
+
     async def kill(
         self, state: ShellTasks, terminal: Terminal, session_id: str, record: TaskRecord
-    ) -> None:
-        """Stop a running task's whole process group and record it as killed."""
+    ) -> bool:
+        """Stop a task's whole process tree; a running task is recorded as killed.
+
+        A task that has ended keeps its record, but processes it started that still run
+        are stopped too (:meth:`lingers`).
+
+        Returns:
+            Whether anything was stopped.
+        """
         key = (session_id, record.id)
         with self._lock:
-            self._killing.add(key)
+            if not record.finished:
+                self._killing.add(key)
             live = self._live.get(key)
-        if live is None:
+        if live is None and not record.finished:
             self.refresh(state, terminal, session_id)
             with self._lock:
                 live = self._live.get(key)
-        if live is not None and not record.finished:
+        stopped = False
+        if live is not None and (not record.finished or _tree_alive(live)):
             await live.kill()
             await wait_reaped(live)
+            stopped = True
         self.refresh(state, terminal, session_id)
         if not record.finished and live is not None and not live.running:
             self._finish(record, live.returncode, True)
+        return stopped
 
     def read_new(self, record: TaskRecord, limit: int) -> tuple[str, bool]:
         """The output the model has not read yet (at most about ``limit`` characters).
@@ -504,13 +525,21 @@ class BackgroundTasks:
         await self._stop(items)
 
     async def _stop(self, items: list[tuple[tuple[str, str], BackgroundProcess]]) -> None:
-        """Kill each process (even one whose shell ended: what it left may run)."""
+        """Kill each process (even one whose shell ended: what it left may run).
+
+        All at once, so that they share one grace period: closing a session with many
+        tasks that ignore SIGTERM costs about one grace period, not one per task."""
+
+        async def stop(process: BackgroundProcess) -> None:
+            try:
+                await process.kill()
+            except Exception:
+                logger.exception("stopping background process %s failed", process.pid)
+
         with anyio.CancelScope(shield=True):
-            for _, process in items:
-                try:
-                    await process.kill()
-                except Exception:
-                    logger.exception("stopping background process %s failed", process.pid)
+            async with anyio.create_task_group() as group:
+                for _, process in items:
+                    group.start_soon(stop, process)
 
     def forget(self, session_id: str, task_id: str) -> None:
         """Drop the live handle of a finished task."""
@@ -520,6 +549,12 @@ class BackgroundTasks:
             self._exits.pop(key, None)
             self._killing.discard(key)
             self._owners.pop(key, None)
+
+
+def _tree_alive(process: BackgroundProcess) -> bool:
+    """:meth:`BackgroundProcess.tree_alive`, or ``running`` for a terminal without it."""
+    check = getattr(process, "tree_alive", None)
+    return bool(check()) if callable(check) else process.running
 
 
 def tasks_of(ctx: Context) -> BackgroundTasks:

@@ -55,12 +55,18 @@ class RunningCommand(Protocol):
         """Stop the command and every process it started (its tree), even when cancelled."""
         ...
 
+    async def wait(self) -> int:
+        """Wait until the shell (the process :meth:`Terminal.run` started) exits, whatever
+        its output does; its exit code. Cancellable: the caller bounds it."""
+        ...
+
     async def stop_leftovers(self) -> bool:
-        """Once the output has ended: let the shell exit, then stop what it left running.
+        """Once the shell has exited: stop what it left running.
 
         Processes the command started and left behind (``cmd &`` with its output
-        redirected, ``setsid daemon``) are stopped; so is a shell that closed its output
-        but does not exit. Runs even when cancelled.
+        redirected, ``setsid daemon``) are stopped. Called after :meth:`wait` returned;
+        should the shell still run, it gets a short grace to exit and is stopped with the
+        rest. Runs even when cancelled.
 
         Returns:
             Whether any process was left running (and so was stopped).
@@ -97,6 +103,12 @@ class BackgroundProcess(Protocol):
 
     def ref(self) -> dict[str, Any]:
         """JSON-able data that lets :meth:`Terminal.attach` find the process again."""
+        ...
+
+    def tree_alive(self) -> bool:
+        """Whether any process of the command still runs: its shell, or what it started
+        (also once the shell has ended, or was killed on its own). Looks at every
+        process of the machine: not for a tight loop."""
         ...
 
     async def kill(self) -> None:
@@ -298,6 +310,9 @@ class _PipedProcess:
     async def kill(self) -> None:
         await self._tree.kill(self._grace)
 
+    async def wait(self) -> int:
+        return await self._process.wait()
+
     async def stop_leftovers(self) -> bool:
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(self._grace):
@@ -365,6 +380,9 @@ class _SpawnedProcess:
             "tag": self._tree.tag,
         }
 
+    def tree_alive(self) -> bool:
+        return self._tree.alive()
+
     async def kill(self) -> None:
         """Stop the tree, then wait (at most ``grace`` more) until the monitor is done."""
         await self._tree.kill(self._grace)
@@ -420,6 +438,9 @@ class _AttachedProcess:
             "boot": boot_id(),
             "tag": self._tree.tag,
         }
+
+    def tree_alive(self) -> bool:
+        return self._tree.alive()
 
     async def kill(self) -> None:
         await self._tree.kill(self._grace)
