@@ -7,7 +7,7 @@ from typing import Any
 
 from toolweave.authoring._tool import Capabilities, Kind
 from toolweave.catalog._erasure import ErasedTool, _finish_any
-from toolweave.errors import ErrorKind, ToolError
+from toolweave.errors import ErrorKind, ToolError, UsageError
 
 __all__ = ["external_tool", "schema_validator", "unresolvable_refs"]
 
@@ -156,7 +156,7 @@ def external_tool(
     Args:
         id: The tool's id within ``namespace``.
         namespace: Usually one per source (``mcp_<server>``).
-        description: What the model reads (not a template).
+        description: What the model reads (not a template): a string (``""`` for none).
         input_schema: The JSON Schema the model sees; arguments are validated against it
             before ``call`` runs.
         call: ``async (ctx, arguments) -> output`` (str, JSON-able data or a
@@ -170,9 +170,17 @@ def external_tool(
         scope: What the tool reaches (:attr:`Capabilities.scope
             <toolweave.Capabilities.scope>`), when known: ``"network"`` for a tool that
             reaches out of the host (an MCP tool's ``openWorldHint``).
+
+    Raises:
+        UsageError: ``description`` is not a string.
     """
     if call is None and stream is None:
         raise TypeError("external_tool needs call=, stream= or both")
+    if not isinstance(description, str):
+        raise UsageError(
+            f"the description of external tool {namespace}:{id} is text, not "
+            f"{type(description).__name__} (give '' for none)"
+        )
 
     def finish(value: Any) -> tuple[Any, str]:
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):

@@ -112,7 +112,9 @@ def _print(selection: Selection) -> None:
         for number, choice in enumerate(selection.chosen, 1):
             confidence = "" if choice.confidence is None else f"{choice.confidence:.2f}"
             why = ", ".join(choice.tags) if choice.reason == "global" else choice.detail
-            table.add_row(str(number), choice.name, choice.reason, confidence, escape(why))
+            table.add_row(
+                str(number), escape(choice.name), escape(choice.reason), confidence, escape(why)
+            )
         out.print(table)
     dropped: list[Any] = [*selection.trimmed, *selection.filtered]
     if dropped:
@@ -122,7 +124,13 @@ def _print(selection: Selection) -> None:
             table.add_column(column)
         for item in dropped:
             confidence = "" if item.confidence is None else f"{item.confidence:.2f}"
-            table.add_row(item.name, item.why, item.wanted, confidence, escape(item.detail))
+            table.add_row(
+                escape(item.name),
+                escape(item.why),
+                escape(item.wanted),
+                confidence,
+                escape(item.detail),
+            )
         out.print(table)
     if selection.search:
         out.print("\n[dim]The model can call search_tools for what was left out.[/]")

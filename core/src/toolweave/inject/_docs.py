@@ -89,7 +89,7 @@ def tool_doc(
 
     Args:
         name: The client-visible name.
-        description: What the model reads.
+        description: What the model reads (anything but a string counts as none).
         input_schema: The JSON Schema of the arguments (its parameters are indexed).
         groups: Intent tags: the center's groups, the pack.
         examples: Requests the tool answers (strings), or argument objects (their
@@ -99,7 +99,7 @@ def tool_doc(
     texts = tuple(t for t in (_example_text(e).strip() for e in examples) if t)
     return ToolDoc(
         name=name,
-        description=description or "",
+        description=description if isinstance(description, str) else "",
         parameters=schema_parameters(input_schema),
         groups=tuple(dict.fromkeys(g for g in groups if g)),
         examples=texts,

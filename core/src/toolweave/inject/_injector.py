@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from toolweave.catalog._describe import says_what_not
 from toolweave.center import AuditEntry, Center, CenterHook, Status
-from toolweave.errors import UsageError
+from toolweave.errors import UsageError, preview
 from toolweave.inject._classify import Classifier
 from toolweave.inject._docs import tool_docs
 from toolweave.inject._fusion import default_classifiers
@@ -284,11 +284,18 @@ class Injector:
             if why == "offline":
                 offline.setdefault(self._source(name, snap), []).append(name)
 
+        named = [str(name) for name in explicit or ()]
         if not exact:
+            wanted = set(named)
             for name, tags in self._global:
-                admit(Choice(name, "global", None, tags))
-        for name in explicit or ():
-            admit(Choice(str(name), "explicit"))
+                # a global tool also named explicitly counts as explicit (kept over
+                # global ones at the cap); its global groups stay in its tags
+                if name in wanted:
+                    admit(Choice(name, "explicit", None, tags, "global " + ", ".join(tags)))
+                else:
+                    admit(Choice(name, "global", None, tags))
+        for name in named:
+            admit(Choice(name, "explicit"))
         below: list[Dropped] = []
         if not exact and self.intent and message.strip():
             recent = list(history)[-self.history_turns :] if self.history_turns else []
@@ -394,7 +401,8 @@ class Injector:
             if c.name in taken or self._verdict(c.name, snap, listed, now) is not None:
                 continue
             taken.add(c.name)
-            found.append(Choice(c.name, "search", c.confidence, c.tags, f"query {query[:200]!r}"))
+            # the query's digest, never its text (the log keeps no message or query)
+            found.append(Choice(c.name, "search", c.confidence, c.tags, f"query {_digest(query)}"))
             if len(found) >= want:
                 break
         selection.found.extend(found)
@@ -414,7 +422,8 @@ class Injector:
     def _search_text(self, query: str, found: Sequence[Choice]) -> str:
         if not found:
             return (
-                f"No other tool matches {query!r}. Try other words once; if nothing fits, "
+                f"No other tool matches {preview(query)!r}. Try other words once; if "
+                "nothing fits, "
                 "do the task with the tools you have or tell the user."
             )
         lines = [f"Found {len(found)} tool(s); call them from your next step on:"]
@@ -662,7 +671,8 @@ class Injector:
         missing = [
             e.name
             for e in entries
-            if e.name not in self._warned and not says_what_not(e.description)
+            if e.name not in self._warned
+            and not (isinstance(e.description, str) and says_what_not(e.description))
         ]
         if missing:
             self._warned.update(missing)

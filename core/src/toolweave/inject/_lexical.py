@@ -3,8 +3,10 @@ weighted lower, the recent turns of the conversation."""
 
 from __future__ import annotations
 
+import sys
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any, final
 
 from toolweave.errors import UsageError
@@ -83,14 +85,68 @@ def bm25_matrix(
     return data, doc.astype(np.int32), indptr
 
 
-@lru_cache(maxsize=4096)
+class _TextCache:
+    """The terms of recent texts (a history message is read again every turn), least
+    recently used first out, bounded by entries and by size: an entry costs its text's
+    bytes plus 64 per term, and one that would cost over ``1/64`` of the
+    budget (a hostile 8,000-letter word has 8,000 n-grams) is not kept. Thread-safe."""
+
+    __slots__ = ("_entries", "_held", "_lock", "budget", "max_entries")
+
+    def __init__(self, max_entries: int = 4096, budget: int = 16 << 20) -> None:
+        self._entries: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+        self.budget = budget
+
+    @staticmethod
+    def cost(text: str, terms: tuple[str, ...]) -> int:
+        return sys.getsizeof(text) + 64 * len(terms)
+
+    def get(self, key: tuple[str, str], make: Callable[[str], list[str]]) -> tuple[str, ...]:
+        entries = self._entries
+        with self._lock:
+            found = entries.get(key)
+            if found is not None:
+                entries.move_to_end(key)
+                return found
+        terms = tuple(make(key[1]))
+        cost = self.cost(key[1], terms)
+        if cost > self.budget >> 6:
+            return terms
+        with self._lock:
+            if key not in entries:
+                entries[key] = terms
+                self._held += cost
+                while len(entries) > self.max_entries or self._held > self.budget:
+                    (_, text), old = entries.popitem(last=False)
+                    self._held -= self.cost(text, old)
+        return terms
+
+    @property
+    def held(self) -> int:
+        """The cost of what is kept."""
+        return self._held
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._held = 0
+
+
+_terms = _TextCache()
+
+
 def _cached_terms(text: str, analyzer: str = "words") -> tuple[str, ...]:
-    return tuple(ANALYZERS[analyzer](text))
+    return _terms.get((analyzer, text), ANALYZERS[analyzer])
 
 
-@lru_cache(maxsize=4096)
 def _cached_values(text: str) -> tuple[str, ...]:
-    return tuple(value_types(text))
+    return _terms.get(("values", text), value_types)
 
 
 def query_weights(

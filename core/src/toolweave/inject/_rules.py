@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Mapping, Sequence
-from typing import final
+from typing import Any, final
 
 from toolweave.errors import ConfigError, ConfigIssue
 from toolweave.inject._classify import Candidate, ToolDoc
@@ -24,6 +25,49 @@ def _pattern(text: str) -> re.Pattern[str]:
     return re.compile(text, re.IGNORECASE)
 
 
+def _nested_repeat(text: str) -> bool:
+    r"""Whether the regular expression ``text`` repeats a part that holds an unbounded
+    repeat (``(\w+\s?)+``, ``(a*)*``, ``(?:x+y){2,}``): the shape that backtracks
+    exponentially on a near miss (26 letters and a ``!`` took seconds). A part made
+    atomic (``(?>...)``) or possessive (``a++``) does not count. A pattern the parser
+    cannot read counts as nested (it is refused)."""
+    try:
+        c: Any = importlib.import_module("re._constants")  # CPython's own parser
+        tree = importlib.import_module("re._parser").parse(text, re.IGNORECASE)
+    except Exception:
+        return True
+    repeats = (c.MAX_REPEAT, c.MIN_REPEAT)
+
+    def walk(items: Any, repeated: bool) -> bool:
+        """Whether ``items`` (inside a repeat when ``repeated``) nest repeats."""
+        for op, av in items:
+            if op in repeats:
+                _lo, hi, body = av
+                found = (repeated and hi == c.MAXREPEAT) or walk(body, repeated or hi > 1)
+            elif op is c.POSSESSIVE_REPEAT:  # its iterations are not tried again
+                found = walk(av[2], False)
+            elif op is c.ATOMIC_GROUP:
+                found = walk(av, False)
+            elif op is c.SUBPATTERN:
+                found = walk(av[3], repeated)
+            elif op is c.BRANCH:
+                found = any(walk(branch, repeated) for branch in av[1])
+            elif op in (c.ASSERT, c.ASSERT_NOT):  # atomic in Python
+                found = walk(av[1], False)
+            elif op is c.GROUPREF_EXISTS:
+                found = any(walk(part, repeated) for part in av[1:] if part is not None)
+            else:
+                found = False
+            if found:
+                return True
+        return False
+
+    try:
+        return walk(tree, False)
+    except Exception:
+        return True
+
+
 def compile_rules(rules: Mapping[str, Sequence[str] | str]) -> dict[str, list[re.Pattern[str]]]:
     """Compile ``{group: patterns}``; every invalid pattern is reported at once."""
     out: dict[str, list[re.Pattern[str]]] = {}
@@ -32,8 +76,9 @@ def compile_rules(rules: Mapping[str, Sequence[str] | str]) -> dict[str, list[re
         items = [patterns] if isinstance(patterns, str) else list(patterns)
         compiled: list[re.Pattern[str]] = []
         for i, text in enumerate(items):
+            text = str(text)
             try:
-                compiled.append(_pattern(str(text)))
+                pattern = _pattern(text)
             except re.error as exc:
                 issues.append(
                     ConfigIssue(
@@ -43,6 +88,21 @@ def compile_rules(rules: Mapping[str, Sequence[str] | str]) -> dict[str, list[re
                         tag="invalid_rule",
                     )
                 )
+                continue
+            if not _PLAIN.match(text) and _nested_repeat(text):
+                issues.append(
+                    ConfigIssue(
+                        "",
+                        f"intent rule of group {group!r}: pattern {text!r} repeats a part "
+                        "that holds an unbounded repeat (like '(\\w+\\s?)+'), which can "
+                        "take exponential time on a short message; use a keyword "
+                        "('invoice') or make the inner repeat possessive ('(\\w++\\s?)+')",
+                        path=f"intent.rules.{group}[{i}]",
+                        tag="unsafe_rule",
+                    )
+                )
+                continue
+            compiled.append(pattern)
         out[group] = compiled
     if issues:
         raise ConfigError(issues)

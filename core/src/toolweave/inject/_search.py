@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolweave.errors import preview
 from toolweave.formats._frozen import freeze
 from toolweave.inject._classify import Candidate, ToolDoc
 from toolweave.inject._text import words
@@ -86,7 +87,7 @@ def search_tool(injector: Injector, name: str) -> ErasedTool:
         limit = arguments.get("limit")
         found = injector.search(query, limit=limit if isinstance(limit, int) else None)
         output = {
-            "query": query,
+            "query": preview(query),  # a short preview: a query can be of any size
             "found": [{"name": c.name, "confidence": round(c.confidence or 0.0, 4)} for c in found],
         }
         return output, injector._search_text(query, found)

@@ -45,7 +45,9 @@ class Choice:
         confidence: The classifier's confidence (intent and search), else ``None``.
         tags: The intent tags (groups) that led to it: the global groups it belongs to,
             or the classifier's tags.
-        detail: The classifier's own words (``bm25 12.3``), or the search query.
+        detail: The classifier's own words (``bm25 12.3``); for a search, ``query``
+            and the digest of the query (never its text); for a tool named explicitly
+            that a global group also holds, ``global`` and the group.
     """
 
     name: str

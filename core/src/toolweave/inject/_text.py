@@ -196,7 +196,15 @@ def _stemmer() -> Callable[[str], str]:
         return lambda word: str(pure.stemWord(word))
     fast = Stemmer.Stemmer("english")
     fast.maxCacheSize = 100_000
-    return lambda word: str(fast.stemWord(word))
+    uncached = Stemmer.Stemmer("english")
+    uncached.maxCacheSize = 0  # long words: PyStemmer's cache would keep them whole
+
+    def stem_word(word: str) -> str:
+        if len(word) > CACHED_WORD:
+            return str(uncached.stemWord(word))
+        return str(fast.stemWord(word))
+
+    return stem_word
 
 
 def stem(word: str) -> str:
@@ -204,8 +212,14 @@ def stem(word: str) -> str:
     return _stemmer()(word)
 
 
+CACHED_WORD = 40
+"""The longest word whose stem and n-grams are cached (real words are shorter; a longer
+one, such as a hostile message's run of 8,000 letters, is worked out each time, so no
+cache holds more than a few characters per entry)."""
+
 _normal: dict[str, str] = {}
-"""Each raw word's stem ("" for a stop word), bounded by ``_NORMAL_MAX``."""
+"""Each raw word's stem ("" for a stop word), bounded by ``_NORMAL_MAX`` words of at
+most :data:`CACHED_WORD` characters."""
 _NORMAL_MAX = 200_000
 
 
@@ -234,7 +248,7 @@ def words(text: str) -> list[str]:
         word = normal.get(raw)
         if word is None:
             word = _normalise(raw)
-            if len(normal) < _NORMAL_MAX:
+            if len(normal) < _NORMAL_MAX and len(raw) <= CACHED_WORD:
                 normal[raw] = word
         if word:
             out.append(word)
@@ -242,8 +256,11 @@ def words(text: str) -> list[str]:
 
 
 _grams: dict[str, tuple[str, ...]] = {}
-"""Each raw word's character n-grams (``()`` for a stop word), bounded by ``_NORMAL_MAX``."""
+"""Each raw word's character n-grams (``()`` for a stop word), bounded by ``_NORMAL_MAX``
+words of at most :data:`CACHED_WORD` characters and ``_GRAMS_MAX`` n-grams in all."""
 GRAM = 4
+_GRAMS_MAX = 1_000_000
+_grams_held = 0
 
 
 def _word_grams(raw: str) -> tuple[str, ...]:
@@ -261,14 +278,20 @@ def grams(text: str) -> list[str]:
     marked with ``#``: ``#rea``, ``read``, ``ead#``): matches across inflections the
     stemmer keeps apart (``multiply``/``multiplication``), typos and related languages
     (``stok``/``stock``)."""
+    global _grams_held
     cache = _grams
     out: list[str] = []
     for raw in _TOKEN.findall(text):
         found = cache.get(raw)
         if found is None:
             found = _word_grams(raw)
-            if len(cache) < _NORMAL_MAX:
+            if (
+                len(raw) <= CACHED_WORD
+                and len(cache) < _NORMAL_MAX
+                and _grams_held + len(found) <= _GRAMS_MAX
+            ):
                 cache[raw] = found
+                _grams_held += len(found)
         out.extend(found)
     return out
 
@@ -291,19 +314,29 @@ _STATED: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("time", re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?[ap]\.?m\b", re.IGNORECASE)),
-    ("email", re.compile(r"\b[\w.+-]+@[\w-]+\.\w[\w.]*\b")),
+    # Linear forms: a local part (or a file's name, an amount) is matched once, from
+    # the start of its run of characters, not again from every character of the run
+    # (``"a." * 4000`` took a second). Each finds a match in the same texts as the plain
+    # form: ``\b[\w.+-]+@...`` matches where the run before an ``@`` holds a word
+    # character; ``\b[\w-]+\.(?:txt|...)`` likewise before a dot; ``\b\d[\d,.]*``
+    # where the run of digits, commas and dots holds a digit at a word start.
+    ("email", re.compile(r"(?<![\w.+-])[.+-]*+\w[\w.+-]*+@[\w-]+\.\w[\w.]*\b")),
     ("url", re.compile(r"\bhttps?://\S+|\bwww\.\S+", re.IGNORECASE)),
     (
         "path",
         re.compile(
             r"(?:\b[A-Za-z]:)?(?:[\\/][\w.-]+){2,}"
-            r"|\b[\w-]+\.(?:txt|csv|json|md|pdf|py|log|xml|ya?ml|docx?|xlsx?)\b",
+            r"|(?<![\w-])-*+\w[\w-]*+\.(?:txt|csv|json|md|pdf|py|log|xml|ya?ml|docx?|xlsx?)\b",
             re.IGNORECASE,
         ),
     ),
     (
         "money",
-        re.compile(r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(?:dollars?|euros?|usd|eur|gbp)\b", re.IGNORECASE),
+        re.compile(
+            r"[$€£¥]\s?\d"
+            r"|(?<![\d,.])(?=[\d,.]*?\b\d)[\d,.]++\s?(?:dollars?|euros?|usd|eur|gbp)\b",
+            re.IGNORECASE,
+        ),
     ),
 )
 """What a request states, by kind: dates (ISO or written, weekdays, "tomorrow"), times,
