@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -218,6 +219,16 @@ def test_a_link_loop_on_the_way_is_not_a_way_around_a_link(tree: Path) -> None:
     _denied(ws, "loop/../out_link.txt", follow_final_link=False)
 
 
+def test_repeated_separators_after_a_link_loop_read_as_one(tree: Path) -> None:
+    """``loop//src`` is ``loop/src``: Python 3.11's realpath gave ``/src`` for it (the
+    folder before ``//`` lost after a loop of links), which read as a way outside."""
+    ws = Workspace(tree)
+    for follow in (True, False):
+        assert ws.resolve("loop//src", follow_final_link=follow) == ws.resolve(
+            "loop/src", follow_final_link=follow
+        )
+
+
 SEGMENTS = st.sampled_from(
     [
         "..",
@@ -273,7 +284,7 @@ def test_a_resolved_path_is_always_inside(
             ws.resolve(path, must_exist=must_exist, follow_final_link=follow_final_link)
         assert info.value.kind is ErrorKind.INVALID_PARAMS
         return
-    joined = os.path.join(root, path)
+    joined = re.sub("//+", "/", os.path.join(root, path))  # realpath errs on "loop//x"
     parent, name = os.path.split(joined)
     keep = not follow_final_link and name not in ("", ".", "..")
     expected = os.path.join(os.path.realpath(parent), name) if keep else os.path.realpath(joined)

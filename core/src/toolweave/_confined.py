@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 from typing import Literal, final
 
 from toolweave.errors import ErrorKind, ToolError, preview
@@ -138,8 +139,14 @@ def real_path(path: str) -> str | None:
     Raises:
         OSError, ValueError: As :func:`os.path.realpath`.
     """
-    real = os.path.realpath(path)
+    # Repeated separators are one (POSIX), and are made one first: Python 3.11's
+    # realpath loses the folder before them after a loop of links ("loop//src" gave
+    # "/src").
+    real = os.path.realpath(_SEPARATORS.sub(os.sep, path) if os.sep == "/" else path)
     return real if os.path.realpath(real) == real else None
+
+
+_SEPARATORS = re.compile("//+")
 
 
 def check_path(asked: str) -> None:
