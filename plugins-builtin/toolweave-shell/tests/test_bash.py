@@ -407,3 +407,37 @@ async def test_description_is_rendered_for_the_model(make_session: SessionFactor
         "description",
         "is_background",
     }
+
+
+class _NoWait:
+    """A running command of a terminal written before ``RunningCommand.wait``."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        if name == "wait":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+async def test_a_terminal_without_wait_still_runs_commands(
+    make_session: SessionFactory, host: object, workspace: Path
+) -> None:
+    """A third-party terminal whose commands lack ``wait()`` keeps the former behaviour
+    (the command ends with its output) instead of failing every command."""
+    from toolweave import Resources
+    from toolweave_shell import LocalTerminal, Terminal
+
+    class OldTerminal(LocalTerminal):
+        async def run(self, command: str, *, cwd: Path, env: object) -> object:  # type: ignore[override]
+            return _NoWait(await super().run(command, cwd=cwd, env=env))  # type: ignore[arg-type]
+
+    assert isinstance(host, Resources)
+    host.insert(OldTerminal(kill_grace=0.5), Terminal)
+    session = make_session()
+    result = await session.call("bash", {"command": "echo ok"})
+    assert result.error is None
+    assert "ok" in (result.text or "")
+    redirected = await session.call("bash", {"command": "exec >/dev/null; sleep 1"})
+    assert redirected.error is None

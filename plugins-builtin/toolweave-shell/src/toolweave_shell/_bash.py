@@ -330,14 +330,15 @@ async def _follow(
             text.append(decoded)
             if complete:
                 yield _progress(complete)
-        if not (timed_out or leftovers) and process.returncode is None:
+        wait = getattr(process, "wait", None)  # a terminal written before wait() had none
+        if not (timed_out or leftovers) and process.returncode is None and wait is not None:
             # The output ended, the command may not have (``exec >build.log 2>&1``):
             # its shell is the command, waited for as long as the call may last.
             partial = lines.take_partial()
             if partial:
                 yield _progress(partial)
             with anyio.move_on_after(max(deadline - anyio.current_time(), 0)):
-                await process.wait()
+                await wait()
             timed_out = process.returncode is None
         if timed_out or leftovers:
             await process.kill()

@@ -57,7 +57,9 @@ class RunningCommand(Protocol):
 
     async def wait(self) -> int:
         """Wait until the shell (the process :meth:`Terminal.run` started) exits, whatever
-        its output does; its exit code. Cancellable: the caller bounds it."""
+        its output does; its exit code. Cancellable: the caller bounds it. (A terminal
+        without it: the command is taken to end with its output, its leftovers then
+        stopped after the kill grace.)"""
         ...
 
     async def stop_leftovers(self) -> bool:
