@@ -549,11 +549,16 @@ def _carried(fn: Callable[..., Any], *args: Any) -> Any:
         raise RaisedInThread(exc) from None
 
 
-def _stopping(ctx: Any) -> None:
-    """Tell a call's worker thread that nobody waits for it any more (``ctx.stopped``)."""
-    mark = getattr(ctx, "_stopping", None)
-    if mark is not None:
-        mark()
+async def _on_worker(ctx: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` of a blocking tool on a worker thread (see :func:`_carried`); when
+    the call stops waiting for it (or it fails), ``ctx.stopped`` tells the thread."""
+    try:
+        return await run_in_worker(_carried, fn, *args)
+    except BaseException:
+        mark = getattr(ctx, "_stopping", None)
+        if mark is not None:
+            mark()
+        raise
 
 
 def _invoke_function(
@@ -570,15 +575,9 @@ def _invoke_function(
             return (lambda ctx, args: fn(ctx, **args)), False
         return (lambda ctx, args: fn(**args)), False
 
-    async def in_thread(ctx: Any, args: Any) -> Any:
-        call = partial(fn, ctx, **args) if takes_ctx else partial(fn, **args)
-        try:
-            return await run_in_worker(_carried, call)
-        except BaseException:
-            _stopping(ctx)
-            raise
-
-    return in_thread, True
+    if takes_ctx:
+        return (lambda ctx, args: _on_worker(ctx, partial(fn, ctx, **args))), True
+    return (lambda ctx, args: _on_worker(ctx, partial(fn, **args))), True
 
 
 def _invoke_method(tool: Tool[Any, Any]) -> tuple[Callable[[Any, Any], Any], bool]:
@@ -588,14 +587,7 @@ def _invoke_method(tool: Tool[Any, Any]) -> tuple[Callable[[Any, Any], Any], boo
     if not tool.capabilities.blocking:
         return run, False
 
-    async def in_thread(ctx: Any, args: Any) -> Any:
-        try:
-            return await run_in_worker(_carried, run, ctx, args)
-        except BaseException:
-            _stopping(ctx)
-            raise
-
-    return in_thread, True
+    return (lambda ctx, args: _on_worker(ctx, run, ctx, args)), True
 
 
 def _finisher(output_type: Any, tool_id: str) -> Callable[[Any], tuple[Any, str]]:
