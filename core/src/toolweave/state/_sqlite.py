@@ -10,15 +10,17 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import final
+from typing import TypeVar, final
 
 from toolweave.state._lockfile import exclusive
 from toolweave.state._store import StateConflict, StoredState
 from toolweave.state._workspace import FOLDER, make_folder, workspace_file
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStateStore", "default_state_path"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger("toolweave")
 
@@ -330,11 +332,7 @@ class SQLiteStateStore:
         except BaseException:
             conn.close()
             raise
-        if writer:
-            self._identity = identity
-        else:
-            self._reader_file = identity[0]
-        self._read_only = False
+        self._opened(identity, writer, read_only=False)
         return conn
 
     def _connect_read_only(self, writer: bool = True) -> sqlite3.Connection:
@@ -355,12 +353,19 @@ class SQLiteStateStore:
                 "fail until it may be written again",
                 self.path,
             )
+        self._opened(identity, writer, read_only=True)
+        return conn
+
+    def _opened(
+        self, identity: tuple[tuple[int, int] | None, ...], writer: bool, *, read_only: bool
+    ) -> None:
+        """Record the files a connection just opened has open (the saving one's, or the
+        reading one's database file) and whether it is read-only."""
         if writer:
             self._identity = identity
         else:
             self._reader_file = identity[0]
-        self._read_only = True
-        return conn
+        self._read_only = read_only
 
     def _check_or_create(self, conn: sqlite3.Connection) -> None:
         app_id, version = self._header(conn)
@@ -522,20 +527,12 @@ class SQLiteStateStore:
         connection, which changes when another connection (this store's saving one, or
         one of any process) commits, with counts of this store's own saves and
         reconnections. Raises as :meth:`load` does."""
-        for attempt in (1, 2):
-            with self._read_lock:
-                conn = self._read_conn()
-                if conn is None:
-                    return (0, self._writes, self._reads)
-                try:
-                    row = conn.execute("PRAGMA data_version").fetchone()
-                    return (int(row[0]), self._writes, self._reads)
-                except sqlite3.DatabaseError as exc:
-                    if attempt == 2 or not _is_damage(exc):
-                        raise
-                    failed = (self._reader_file, str(exc))
-            self._recover_read(failed)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        def version(conn: sqlite3.Connection | None) -> tuple[int, int, int]:
+            row = (0,) if conn is None else conn.execute("PRAGMA data_version").fetchone()
+            return (int(row[0]), self._writes, self._reads)
+
+        return self._read(version)
 
     def load(self, session_id: str, keys: Collection[str] | None = None) -> dict[str, StoredState]:
         """See :meth:`~toolweave.state.StateStore.load`."""
@@ -546,29 +543,32 @@ class SQLiteStateStore:
                 return {}
             params.extend(keys)
             sql += f" AND key IN ({', '.join('?' * len(keys))})"
+
+        def rows(conn: sqlite3.Connection | None) -> dict[str, StoredState]:
+            found = [] if conn is None else conn.execute(sql, params).fetchall()
+            return {str(k): StoredState(str(v), int(n)) for k, v, n in found}
+
+        return self._read(rows)
+
+    def _read(self, query: Callable[[sqlite3.Connection | None], T]) -> T:
+        """``query`` on the reading connection (``None``: the file does not exist), under
+        the reading lock. When it shows damage, the file is moved aside and both
+        connections are reopened (see :meth:`_reopen`) holding the saving lock, so that
+        no save of this store is writing to the file meanwhile (this read may wait for
+        one), and ``query`` runs once more."""
         for attempt in (1, 2):
             with self._read_lock:
-                conn = self._read_conn()
-                if conn is None:
-                    return {}
                 try:
-                    rows = conn.execute(sql, params).fetchall()
-                    return {str(k): StoredState(str(v), int(n)) for k, v, n in rows}
+                    return query(self._read_conn())
                 except sqlite3.DatabaseError as exc:
                     if attempt == 2 or not _is_damage(exc):
                         raise
                     failed = (self._reader_file, str(exc))
-            self._recover_read(failed)
+            with self._lock:
+                if self._closed:
+                    raise sqlite3.ProgrammingError(f"state store {self.path} is closed")
+                self._reopen(failed)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _recover_read(self, failed: tuple[tuple[int, int] | None, str]) -> None:
-        """After damage showed on the reading connection: move the file aside and reopen
-        both connections (see :meth:`_reopen`), holding the saving lock, so that no save
-        of this store is writing to the file meanwhile (this read may wait for one)."""
-        with self._lock:
-            if self._closed:
-                raise sqlite3.ProgrammingError(f"state store {self.path} is closed")
-            self._reopen(failed)
 
     def save(
         self,
