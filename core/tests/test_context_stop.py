@@ -120,3 +120,23 @@ async def test_the_stop_event_can_be_waited_on() -> None:
     assert result.error is not None
     assert result.error.kind is ErrorKind.TIMEOUT
     assert await anyio.to_thread.run_sync(woke.wait, ENDED_WITHIN)
+
+
+async def test_a_generator_exit_in_an_in_thread_step_is_the_tools_failure() -> None:
+    """A ``GeneratorExit`` raised on the worker thread comes back as the call's failure,
+    as it does for a blocking tool, instead of escaping ``session.call``."""
+
+    def close() -> None:
+        raise GeneratorExit("from a thread")
+
+    @tool(read_only=True)
+    async def closes(ctx: Context) -> str:
+        """Raise GeneratorExit on a worker thread."""
+        await ctx.in_thread(close)
+        return "unreachable"
+
+    async with _session(closes) as session:
+        result = await session.call("closes", {})
+    assert result.error is not None
+    assert result.error.kind is ErrorKind.EXECUTION_ERROR
+    assert "GeneratorExit" in result.error.message

@@ -21,7 +21,7 @@ import anyio.to_thread
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-__all__ = ["run_in_worker"]
+__all__ = ["RaisedInThread", "run_in_worker"]
 
 T = TypeVar("T")
 
@@ -80,13 +80,39 @@ def _anyio_parts() -> tuple[Any, Any, Any, Any] | None:
     return AsyncIOBackend, EventLoopToken, set_current_async_library, threadlocals
 
 
+class RaisedInThread(Exception):
+    """A ``GeneratorExit`` that a function raised in its worker thread, carried back to
+    the event loop as an ordinary exception.
+
+    asyncio throws a worker's exception into the task that awaits it, and a thrown
+    ``GeneratorExit`` closes every coroutine on that task's await chain, the host's
+    included, before anyone could catch it. The dispatcher reports :attr:`raised` as
+    the tool's failure.
+
+    Attributes:
+        raised: What the function raised.
+    """
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(type(raised).__name__)
+        self.raised = raised
+
+
+def _carried(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, with a ``GeneratorExit`` carried back as :class:`RaisedInThread`."""
+    try:
+        return fn(*args)
+    except GeneratorExit as exc:
+        raise RaisedInThread(exc) from None
+
+
 def _work(
     local: Any, token: Any, ctx: contextvars.Context, fn: Callable[..., T], args: tuple[Any, ...]
 ) -> T:
     local.current_token = token
     local.current_cancel_scope = None
     try:
-        return ctx.run(fn, *args)
+        return ctx.run(_carried, fn, *args)
     finally:
         del local.current_token
         del local.current_cancel_scope
@@ -95,7 +121,8 @@ def _work(
 async def run_in_worker(fn: Callable[..., T], /, *args: Any) -> T:
     """Run ``fn(*args)`` on a worker thread, with the caller's context variables.
 
-    Cancelling the caller returns at once; a call that started runs on, abandoned.
+    Cancelling the caller returns at once; a call that started runs on, abandoned. A
+    ``GeneratorExit`` that ``fn`` raises comes back as :class:`RaisedInThread`.
     """
     try:
         loop = asyncio.get_running_loop()
@@ -103,7 +130,7 @@ async def run_in_worker(fn: Callable[..., T], /, *args: Any) -> T:
         loop = None
     parts = _anyio_parts() if loop is not None else None
     if loop is None or parts is None:
-        return await anyio.to_thread.run_sync(partial(fn, *args), abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(partial(_carried, fn, *args), abandon_on_cancel=True)
     backend, token_type, set_library, local = parts
     ctx = contextvars.copy_context()
     ctx.run(set_library, None)

@@ -52,7 +52,6 @@ from toolweave.errors import (
 
 __all__ = [
     "ErasedTool",
-    "RaisedInThread",
     "erase",
     "format_validation_error",
     "invalid_arguments",
@@ -522,38 +521,11 @@ def _function_validators(
     return from_json, from_python
 
 
-class RaisedInThread(Exception):
-    """A ``GeneratorExit`` that a blocking tool raised in its worker thread, carried
-    back to the event loop as an ordinary exception.
-
-    asyncio throws a worker's exception into the task that awaits it, and a thrown
-    ``GeneratorExit`` closes every coroutine on that task's await chain, the host's
-    included, before anyone could catch it. The dispatcher reports :attr:`raised` as
-    the tool's failure.
-
-    Attributes:
-        raised: What the tool raised.
-    """
-
-    def __init__(self, raised: BaseException) -> None:
-        super().__init__(type(raised).__name__)
-        self.raised = raised
-
-
-def _carried(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` on a worker thread, with a ``GeneratorExit`` carried back as
-    :class:`RaisedInThread`."""
-    try:
-        return fn(*args)
-    except GeneratorExit as exc:
-        raise RaisedInThread(exc) from None
-
-
 async def _on_worker(ctx: Any, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` of a blocking tool on a worker thread (see :func:`_carried`); when
-    the call stops waiting for it (or it fails), ``ctx.stopped`` tells the thread."""
+    """``fn(*args)`` of a blocking tool on a worker thread; when the call stops waiting
+    for it (or it fails), ``ctx.stopped`` tells the thread."""
     try:
-        return await run_in_worker(_carried, fn, *args)
+        return await run_in_worker(fn, *args)
     except BaseException:
         mark = getattr(ctx, "_stopping", None)
         if mark is not None:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from toolweave.catalog._erasure import RaisedInThread, format_validation_error, model_text
+from toolweave._threads import RaisedInThread
+from toolweave.catalog._erasure import format_validation_error, model_text
 from toolweave.errors import (
     ErrorKind,
     MissingResourceError,
